@@ -1,0 +1,313 @@
+"""
+LEV: learned embedding vectorization, the input map of Leviathan (Batley & Saha, arXiv 2601.22040).
+
+A token id i is not looked up in a V x D table. It is written in base b (its "digits"), the digits pick
+rows of k small codebooks that are summed into a seed z, and a separable (tensor-product) spline of the
+seed generates the embedding. Every step below is one function whose docstring carries the equation
+of ../shared/spec/leviathan.md section 2 (numbered the same) and the shapes; `LEV` chains them.
+Shapes use N for "any leading batch dims" (e.g. (B, T) or the distinct ids of a batch).
+
+    python lev.py                      # walk through every step on a small vocabulary
+    python lev.py --vocab-size 50257   # the same at GPT-2's vocabulary (prints the parameter arithmetic)
+
+Where the paper is silent, the code says "our choice" and the alternative is a field of LEVConfig.
+"""
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+@dataclass
+class LEVConfig:
+    vocab_size: int = 50257       # V: number of token ids (GPT-2's vocabulary by default)
+    n_embd: int = 768             # D: width of the generated embedding (the model width)
+    k: int = 3                    # digits per id; the base b is derived (smallest b with b^k >= V)
+    d_seed: int = 128             # d_s: seed width = number of separable spline dimensions
+    heads: int = 8                # h: independent separable heads, summed at the end
+    kappa: int = 16               # spline knots per seed dimension
+    rank: int = 64                # r: separable modes (rank-1 products) per head
+    seed_ln: bool = True          # our choice: LayerNorm before the sigmoid (KHRONOS: none)
+    temperature: float = 2.0      # our choice: u = sigmoid(x / temperature); 1.0 is a plain sigmoid
+    basis_norm: bool = True       # our choice: renormalise the B-spline weights to sum to 1 on [0, 1]
+    codebooks: str = "per_position"  # our choice: one codebook per digit position; "shared": one for all
+    seed_combine: str = "sum"     # our choice: z = sum_j C_j[c_j]; "concat": z = [C_1[c_1], ..., C_k[c_k]]
+    sparse_basis: bool = True     # fast path: use the <= 3 non-zero basis weights (False: dense kappa)
+    dedup: bool = True            # fast path: evaluate each distinct id of a batch once, then gather
+    eps: float = 1e-9             # the epsilon in log(|phi| + eps) of the separable product
+    init_std: float = 0.02        # our choice: std of codebooks and W_l (W_out_l: init_std / sqrt(h))
+    delta_std: float = 0.1        # our choice: S = 1 + Delta, Delta ~ N(0, delta_std^2)
+
+    @property
+    def base(self) -> int:
+        return lev_base(self.vocab_size, self.k)
+
+    @property
+    def seed_in(self) -> int:
+        """Width of z: d_s for the sum, k * d_s for the concatenation."""
+        return self.d_seed * (self.k if self.seed_combine == "concat" else 1)
+
+    def __post_init__(self):
+        for name in ("vocab_size", "n_embd", "k", "d_seed", "heads", "rank"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"LEVConfig.{name} must be >= 1, got {getattr(self, name)}.")
+        if self.kappa < 2:
+            raise ValueError(f"LEVConfig.kappa (spline knots) must be >= 2, got {self.kappa}.")
+        if self.temperature <= 0:
+            raise ValueError(f"LEVConfig.temperature must be > 0, got {self.temperature}.")
+        if self.codebooks not in ("per_position", "shared"):
+            raise ValueError(f"LEVConfig.codebooks must be 'per_position' or 'shared', got {self.codebooks!r}.")
+        if self.seed_combine not in ("sum", "concat"):
+            raise ValueError(f"LEVConfig.seed_combine must be 'sum' or 'concat', got {self.seed_combine!r}.")
+
+
+def lev_base(V: int, k: int) -> int:
+    """The smallest base b with b^k >= V (so every id 0..V-1 has k digits). Integer-exact, no float root."""
+    b = max(2, int(round(V ** (1.0 / k))))
+    while b ** k < V:
+        b += 1
+    while b > 2 and (b - 1) ** k >= V:
+        b -= 1
+    return b
+
+
+def lev_num_params(cfg: LEVConfig) -> int:
+    """P_LEV = n_codebooks*b*d_s + h*(d_in*d_s + 2*d_s + d_s*kappa*r + r*D)   (spec section 2).
+
+    n_codebooks = k (per position) or 1 (shared); d_in = d_s (sum) or k*d_s (concat); the 2*d_s is the
+    LayerNorm's weight and bias (absent when seed_ln=False). With the defaults this is the spec's
+    k*b*d_s + h*(d_s^2 + 2*d_s + d_s*kappa*r + r*D).
+    """
+    n_codebooks = cfg.k if cfg.codebooks == "per_position" else 1
+    ln = 2 * cfg.d_seed if cfg.seed_ln else 0
+    per_head = cfg.seed_in * cfg.d_seed + ln + cfg.d_seed * cfg.kappa * cfg.rank + cfg.rank * cfg.n_embd
+    return n_codebooks * cfg.base * cfg.d_seed + cfg.heads * per_head
+
+
+# ----------------------------------------------------------------------------------------------------
+# The steps of spec section 2, one function each.
+
+def digits(ids: torch.Tensor, k: int, b: int) -> torch.Tensor:
+    """Step 1. i = sum_j c_j * b^(k-1-j), 0 <= c_j < b, most significant digit first.
+
+    ids (N) int64 -> c (N, k) int64.
+    """
+    powers = b ** torch.arange(k - 1, -1, -1, device=ids.device)  # (k,)  b^(k-1), ..., b^0
+    return (ids.unsqueeze(-1) // powers) % b                       # (N, k)
+
+
+def seed(c: torch.Tensor, codebooks: torch.Tensor, combine: str = "sum") -> torch.Tensor:
+    """Step 2. z = sum_j C_j[c_j]  (or, with combine="concat", z = [C_1[c_1]; ...; C_k[c_k]]).
+
+    c (N, k) digits; codebooks (k, b, d_s), or (1, b, d_s) when one codebook is shared by all positions.
+    -> z (N, d_s) for the sum, (N, k*d_s) for the concatenation.
+    """
+    k = c.shape[-1]
+    position = torch.arange(k, device=c.device) % codebooks.shape[0]  # (k,) 0..k-1, or all 0 if shared
+    rows = codebooks[position, c]                                      # (N, k, d_s)
+    return rows.sum(-2) if combine == "sum" else rows.flatten(-2)      # (N, d_s) or (N, k*d_s)
+
+
+def unit_cube(z: torch.Tensor, W: torch.Tensor, ln_weight, ln_bias, temperature: float) -> torch.Tensor:
+    """Step 3. u_l = sigmoid( LN_l(W_l z) / temperature ), per head l = 1..h.
+
+    z (N, d_in); W (h, d_s, d_in) with no bias; ln_weight, ln_bias (h, d_s), or None for no LayerNorm.
+    -> u (N, h, d_s), every entry in (0, 1). The spec's default temperature is 2 ("/2").
+    """
+    x = torch.einsum("ni,hsi->nhs", z.reshape(-1, z.shape[-1]), W)          # (N, h, d_s)
+    if ln_weight is not None:
+        x = F.layer_norm(x, x.shape[-1:]) * ln_weight + ln_bias             # per-head affine
+    return torch.sigmoid(x / temperature).reshape(*z.shape[:-1], *x.shape[1:])
+
+
+def bspline_kernel(d: torch.Tensor) -> torch.Tensor:
+    """Step 4's kernel. K(d) = 0.75 - d^2 (d < 0.5); 0.5 (1.5 - d)^2 (0.5 <= d < 1.5); 0 (d >= 1.5)."""
+    return torch.where(d < 0.5, 0.75 - d * d, torch.where(d < 1.5, 0.5 * (1.5 - d) ** 2, torch.zeros_like(d)))
+
+
+def bspline_basis(u: torch.Tensor, kappa: int, normalize: bool = True) -> torch.Tensor:
+    """Step 4 (dense). B_g(u) = K(|u - t_g| (kappa-1)), knots t_g = g/(kappa-1), g = 0..kappa-1.
+
+    u (...) in (0, 1) -> B (..., kappa); at most 3 entries of a row are non-zero. normalize=True divides
+    by the row sum (our choice: at u = 0 or 1 the raw sum is 0.875, in the interior it is exactly 1).
+    """
+    g = torch.arange(kappa, device=u.device, dtype=u.dtype)                  # (kappa,) knot g sits at g/(kappa-1)
+    B = bspline_kernel((u.unsqueeze(-1) * (kappa - 1) - g).abs())            # (..., kappa); |u - t_g|(kappa-1)
+    return B / B.sum(-1, keepdim=True) if normalize else B
+
+
+def bspline_basis_sparse(u: torch.Tensor, kappa: int, normalize: bool = True):
+    """Step 4 (compact support). The same weights as bspline_basis, only the <= 3 non-zero ones.
+
+    With x = u (kappa-1) and g0 = floor(x + 1/2), only knots g0-1, g0, g0+1 have |x - g| < 1.5.
+    u (...) -> (idx (..., 3) int64 in [0, kappa-1], w (..., 3)); out-of-range knots get weight 0.
+    """
+    x = u * (kappa - 1)                                                      # (...)
+    g = torch.floor(x.detach() + 0.5).long().unsqueeze(-1) + torch.arange(-1, 2, device=u.device)  # (..., 3)
+    w = bspline_kernel((x.unsqueeze(-1) - g).abs())                          # (..., 3)
+    valid = (g >= 0) & (g < kappa)
+    w = torch.where(valid, w, torch.zeros_like(w))
+    if normalize:
+        w = w / w.sum(-1, keepdim=True)
+    return g.clamp(0, kappa - 1), w
+
+
+def coefficients(B: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+    """Step 5 (dense). phi_{l,p,m} = sum_g B_{l,p,g} S_{l,p,g,m}, with S = 1 + Delta.
+
+    B (N, h, d_s, kappa); S (h, d_s, kappa, r) -> phi (N, h, d_s, r).
+    """
+    return torch.einsum("...hpg,hpgm->...hpm", B, S)
+
+
+def coefficients_sparse(idx: torch.Tensor, w: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
+    """Step 5 (compact support). phi_{l,p,m} = sum_{j<3} w_{l,p,j} S_{l,p,idx_{l,p,j},m}.
+
+    idx, w (N, h, d_s, 3); S (h, d_s, kappa, r) -> phi (N, h, d_s, r). Gathers 3 rows instead of a
+    kappa-long contraction.
+    """
+    h, d_s, kappa, r = S.shape
+    rows = torch.arange(h * d_s, device=S.device).view(h, d_s, 1) * kappa    # (h, d_s, 1) row offsets
+    flat = (rows + idx).reshape(-1)                                          # (N*h*d_s*3,)
+    picked = S.reshape(h * d_s * kappa, r)[flat].view(*idx.shape, r)         # (N, h, d_s, 3, r)
+    return (w.unsqueeze(-1) * picked).sum(-2)                                # (N, h, d_s, r)
+
+
+def separable_product(phi: torch.Tensor, eps: float = 1e-9) -> torch.Tensor:
+    """Step 6. M_{l,m} = prod_p phi_{l,p,m} = sign * exp( sum_p log(|phi_{l,p,m}| + eps) ),
+    sign = (-1)^(number of negative factors).
+
+    phi (N, h, d_s, r) -> M (N, h, r). Log space keeps a product of d_s factors from under/overflowing.
+    """
+    log_mag = torch.log(phi.abs() + eps).sum(-2)                             # (N, h, r)
+    negatives = (phi < 0).sum(-2)                                            # (N, h, r) int
+    sign = 1.0 - 2.0 * (negatives % 2).to(phi.dtype)                         # (N, h, r) +-1
+    return sign * torch.exp(log_mag)
+
+
+def merge_heads(M: torch.Tensor, W_out: torch.Tensor) -> torch.Tensor:
+    """Step 7. e = sum_l M_l W_out_l.   M (N, h, r); W_out (h, r, D) -> e (N, D)."""
+    return M.flatten(-2) @ W_out.flatten(0, 1)                               # (N, h*r) @ (h*r, D)
+
+
+# ----------------------------------------------------------------------------------------------------
+
+class LEV(nn.Module):
+    """G: token id -> R^D, the chain of steps 1-7. Parameters (spec's initialisation, our choice):
+    codebooks (k or 1, b, d_s) and W (h, d_s, d_in) ~ N(0, 0.02^2); LayerNorm weight 1, bias 0;
+    delta (h, d_s, kappa, r) ~ N(0, 0.1^2) with S = 1 + delta; W_out (h, r, D) ~ N(0, (0.02/sqrt(h))^2).
+    The math runs in float32 even under bf16 autocast (a bf16 knot grid breaks the spline).
+    """
+
+    def __init__(self, cfg: LEVConfig):
+        super().__init__()
+        self.cfg = cfg
+        n_codebooks = cfg.k if cfg.codebooks == "per_position" else 1
+        h, d_s = cfg.heads, cfg.d_seed
+        self.codebooks = nn.Parameter(torch.randn(n_codebooks, cfg.base, d_s) * cfg.init_std)
+        self.W = nn.Parameter(torch.randn(h, d_s, cfg.seed_in) * cfg.init_std)
+        self.ln_weight = nn.Parameter(torch.ones(h, d_s)) if cfg.seed_ln else None
+        self.ln_bias = nn.Parameter(torch.zeros(h, d_s)) if cfg.seed_ln else None
+        self.delta = nn.Parameter(torch.randn(h, d_s, cfg.kappa, cfg.rank) * cfg.delta_std)
+        self.W_out = nn.Parameter(torch.randn(h, cfg.rank, cfg.n_embd) * (cfg.init_std / math.sqrt(h)))
+        self._table, self._table_key = None, None
+
+    def generate(self, ids: torch.Tensor) -> torch.Tensor:
+        """Steps 1-7 for every entry of ids (N) -> (N, D), no deduplication. float32 throughout."""
+        cfg = self.cfg
+        dt = torch.promote_types(self.W.dtype, torch.float32)             # float32 (float64 stays float64)
+        p = {name: t.to(dt) for name, t in self.named_parameters()}
+        with torch.autocast(device_type=ids.device.type, enabled=False):
+            c = digits(ids, cfg.k, cfg.base)                                           # (N, k)
+            z = seed(c, p["codebooks"], cfg.seed_combine)                              # (N, d_in)
+            u = unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)  # (N, h, d_s)
+            S = 1.0 + p["delta"]                                                       # (h, d_s, kappa, r)
+            if cfg.sparse_basis:
+                idx, w = bspline_basis_sparse(u, cfg.kappa, cfg.basis_norm)            # (N, h, d_s, 3) x2
+                phi = coefficients_sparse(idx, w, S)                                   # (N, h, d_s, r)
+            else:
+                B = bspline_basis(u, cfg.kappa, cfg.basis_norm)                        # (N, h, d_s, kappa)
+                phi = coefficients(B, S)                                               # (N, h, d_s, r)
+            M = separable_product(phi, cfg.eps)                                        # (N, h, r)
+            return merge_heads(M, p["W_out"])                                          # (N, D)
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (B, T) int64 -> embeddings (B, T, D) float32."""
+        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
+            raise ValueError(f"LEV got token ids outside [0, {self.cfg.vocab_size}): "
+                             f"min {int(ids.min())}, max {int(ids.max())}. Check the tokenizer's vocab_size.")
+        flat = ids.reshape(-1)                                                         # (B*T,)
+        if self.cfg.dedup:
+            uniq, inverse = torch.unique(flat, return_inverse=True)                    # (U,), (B*T,)
+            e = self.generate(uniq)[inverse]                                           # (B*T, D)
+        else:
+            e = self.generate(flat)                                                    # (B*T, D)
+        return e.view(*ids.shape, -1)                                                  # (B, T, D)
+
+    @torch.no_grad()
+    def materialize(self, chunk_size: int = 1024) -> torch.Tensor:
+        """The whole V x D table G(0..V-1), computed in chunks; cached until a parameter changes.
+
+        Parameters changed in place (optimizer.step, load_state_dict) bump their version counter, which
+        is part of the cache key, so a stale table is never returned.
+        """
+        key = tuple((p.data_ptr(), p._version) for p in self.parameters())
+        if self._table is None or self._table_key != key:
+            ids = torch.arange(self.cfg.vocab_size, device=self.W.device)
+            self._table = torch.cat([self.generate(ch) for ch in ids.split(chunk_size)])  # (V, D)
+            self._table_key = key
+        return self._table
+
+
+# ----------------------------------------------------------------------------------------------------
+
+def _walkthrough(V: int, D: int):
+    """Print every step's shape and value range for a small vocabulary: read it next to the code."""
+    torch.manual_seed(0)
+    cfg = LEVConfig(vocab_size=V, n_embd=D)
+    lev = LEV(cfg)
+    ids = torch.tensor([[0, 1, 2, V // 2, V - 1]])
+    rng = lambda t: f"min {t.min().item():+.4f}  max {t.max().item():+.4f}"
+    print(f"LEV walk-through: V={V}, D={D}, k={cfg.k} -> base b={cfg.base} "
+          f"(b^k = {cfg.base ** cfg.k} >= V; (b-1)^k = {(cfg.base - 1) ** cfg.k} < V)")
+    print(f"  d_s={cfg.d_seed}, h={cfg.heads}, kappa={cfg.kappa}, r={cfg.rank}\n")
+    print(f"ids {tuple(ids.shape)}: {ids.tolist()[0]}")
+    c = digits(ids, cfg.k, cfg.base)
+    print(f"1. digits c {tuple(c.shape)}: {c[0].tolist()}")
+    z = seed(c, lev.codebooks, cfg.seed_combine)
+    print(f"2. seed z = sum_j C_j[c_j] {tuple(z.shape)}: {rng(z)}")
+    u = unit_cube(z, lev.W, lev.ln_weight, lev.ln_bias, cfg.temperature)
+    print(f"3. u = sigmoid(LN(W z)/{cfg.temperature:g}) {tuple(u.shape)}: {rng(u)}  (inside (0, 1))")
+    B = bspline_basis(u, cfg.kappa, cfg.basis_norm)
+    nz = (B > 0).sum(-1)
+    print(f"4. basis B {tuple(B.shape)}: non-zeros per row {nz.min().item()}..{nz.max().item()} of {cfg.kappa}, "
+          f"row sums {B.sum(-1).min().item():.4f}..{B.sum(-1).max().item():.4f}")
+    phi = coefficients(B, 1.0 + lev.delta)
+    print(f"5. phi = B . S, S = 1 + Delta {tuple(phi.shape)}: {rng(phi)}  (factors near 1)")
+    M = separable_product(phi, cfg.eps)
+    print(f"6. M = prod over {cfg.d_seed} seed dims {tuple(M.shape)}: {rng(M)}")
+    e = merge_heads(M, lev.W_out)
+    print(f"7. e = sum_l M_l W_out_l {tuple(e.shape)}: {rng(e)}, std {e.std().item():.4f}")
+    assert torch.allclose(e, lev(ids), atol=1e-5), "the chained steps should equal LEV.forward"
+    p_lev, p_table = lev_num_params(cfg), V * D
+    counted = sum(p.numel() for p in lev.parameters())
+    print(f"\nparameters: LEV {p_lev:,} (counted {counted:,}) vs dense V x D table {p_table:,} "
+          f"-> {p_lev / p_table:.1%} of the table")
+    if p_lev > p_table:
+        print("  (at this small V a dense table is cheaper: LEV's cost is dominated by h*d_s*kappa*r and grows with V "
+              "only through b ~ V^(1/k); try --vocab-size 50257 --n-embd 768)")
+    n_cb = cfg.k if cfg.codebooks == "per_position" else 1
+    print(f"  codebooks {n_cb}*{cfg.base}*{cfg.d_seed} = {n_cb * cfg.base * cfg.d_seed:,}; per head: "
+          f"W {cfg.seed_in * cfg.d_seed:,} + LN {2 * cfg.d_seed if cfg.seed_ln else 0} + "
+          f"S {cfg.d_seed * cfg.kappa * cfg.rank:,} + W_out {cfg.rank * D:,}; x {cfg.heads} heads")
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description="Walk through LEV's steps on a small vocabulary.")
+    ap.add_argument("--vocab-size", "--vocab_size", type=int, default=1000)
+    ap.add_argument("--n-embd", "--n_embd", type=int, default=64)
+    a = ap.parse_args()
+    _walkthrough(a.vocab_size, a.n_embd)

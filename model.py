@@ -1,0 +1,335 @@
+"""
+A compact LLaMA-style decoder (RMSNorm, rotary positions, SwiGLU MLP, no biases) whose input
+embedding is switched by one field, GPTConfig.emb (spec section 3, ../shared/spec/leviathan.md):
+
+    tied            E (V x D) looks tokens up and scores them (weight tying)
+    untied          E_in (V x D) and a separate dense head E_out (V x D)
+    lev             LEV (lev.py): a compact generator of embeddings; dense untied head
+    albert          A (V x m) then P (m x D), linear; dense head               (baseline)
+    flat_mlp        A (V x m) then MLP m -> H -> D; dense head                 (ablation)
+    factorized_mlp  LEV's digits + codebooks seed (steps 1-2), then MLP d_s -> H -> D (ablation)
+
+albert / flat_mlp / factorized_mlp choose their width (m or H) so that their input map has as many
+parameters as LEV's (print_param_match shows the match). Rotary positions keep the token embedding the
+only input table. Run `python model.py` for every arm's parameter breakdown at a given size.
+"""
+import math
+from dataclasses import dataclass, fields
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from lev import LEV, LEVConfig, digits, lev_num_params, seed
+
+EMB_CHOICES = ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp")
+
+
+@dataclass
+class GPTConfig:
+    vocab_size: int = 50257       # V, from the tokenizer (GPT-2 by default)
+    block_size: int = 256         # context length T (rotary tables are built for this many positions)
+    n_layer: int = 6              # transformer blocks
+    n_head: int = 6               # attention heads; n_embd must be divisible by it
+    n_embd: int = 384             # D, the model width
+    mlp_hidden: int = 0           # SwiGLU hidden width; 0 -> 8/3 D rounded up to a multiple of 64 (LLaMA)
+    rope_base: float = 10000.0    # rotary base (LLaMA)
+    emb: str = "lev"              # input map: tied / untied / lev / albert / flat_mlp / factorized_mlp
+    # LEV hyperparameters (defaults are lev.LEVConfig's, spec section 2; "our choice" ones flagged there)
+    lev_k: int = LEVConfig.k                      # digits per id
+    lev_d_seed: int = LEVConfig.d_seed            # seed width d_s
+    lev_heads: int = LEVConfig.heads              # separable heads h
+    lev_kappa: int = LEVConfig.kappa              # spline knots
+    lev_rank: int = LEVConfig.rank                # modes per head r
+    lev_seed_ln: bool = LEVConfig.seed_ln         # our choice: LayerNorm before the sigmoid
+    lev_temperature: float = LEVConfig.temperature  # our choice: sigmoid temperature
+    lev_basis_norm: bool = LEVConfig.basis_norm   # our choice: normalise basis rows to sum to 1
+    lev_codebooks: str = LEVConfig.codebooks      # our choice: per_position / shared
+    lev_seed_combine: str = LEVConfig.seed_combine  # our choice: sum / concat
+    lev_sparse_basis: bool = LEVConfig.sparse_basis  # fast path: compact-support basis
+    lev_dedup: bool = LEVConfig.dedup             # fast path: evaluate distinct ids once
+    # baselines: widths matched to LEV's parameter count when 0
+    albert_dim: int = 0           # m of albert and flat_mlp (0 = match P_LEV)
+    emb_mlp_hidden: int = 0       # H of flat_mlp (0 = D, our choice) and factorized_mlp (0 = match P_LEV)
+
+    def __post_init__(self):
+        if self.emb not in EMB_CHOICES:
+            raise ValueError(f"emb must be one of {', '.join(EMB_CHOICES)}; got {self.emb!r}.")
+        if self.n_embd % self.n_head or (self.n_embd // self.n_head) % 2:
+            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head}) "
+                             f"into an even head size (rotary embeddings rotate pairs).")
+        for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+
+    def lev_config(self) -> LEVConfig:
+        kw = {f.name[4:]: getattr(self, f.name) for f in fields(self) if f.name.startswith("lev_")}
+        return LEVConfig(vocab_size=self.vocab_size, n_embd=self.n_embd, **kw)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Input maps other than LEV. Each maps ids (B, T) -> (B, T, D).
+
+class AlbertEmbedding(nn.Module):
+    """albert: e = A[i] P, A (V x m), P (m x D): a low-rank (linear) factorisation of the table."""
+
+    def __init__(self, V, m, D):
+        super().__init__()
+        self.A = nn.Embedding(V, m)
+        self.P = nn.Linear(m, D, bias=False)
+
+    def forward(self, ids):
+        return self.P(self.A(ids))
+
+
+class FlatMLPEmbedding(nn.Module):
+    """flat_mlp: e = MLP(A[i]), A (V x m), MLP m -> H -> D with GELU (our choice: no biases, GELU)."""
+
+    def __init__(self, V, m, H, D):
+        super().__init__()
+        self.A = nn.Embedding(V, m)
+        self.mlp = nn.Sequential(nn.Linear(m, H, bias=False), nn.GELU(), nn.Linear(H, D, bias=False))
+
+    def forward(self, ids):
+        return self.mlp(self.A(ids))
+
+
+class FactorizedMLPEmbedding(nn.Module):
+    """factorized_mlp: LEV's steps 1-2 (digits, codebooks, seed z), then MLP d_s -> H -> D with GELU."""
+
+    def __init__(self, lc: LEVConfig, H):
+        super().__init__()
+        self.lc = lc
+        n_cb = lc.k if lc.codebooks == "per_position" else 1
+        self.codebooks = nn.Parameter(torch.randn(n_cb, lc.base, lc.d_seed) * lc.init_std)
+        self.mlp = nn.Sequential(nn.Linear(lc.seed_in, H, bias=False), nn.GELU(),
+                                 nn.Linear(H, lc.n_embd, bias=False))
+
+    def forward(self, ids):
+        z = seed(digits(ids, self.lc.k, self.lc.base), self.codebooks, self.lc.seed_combine)  # (B, T, d_in)
+        return self.mlp(z)
+
+
+def matched_widths(cfg: GPTConfig) -> dict:
+    """Widths of albert / flat_mlp / factorized_mlp whose input-map parameter count is closest to P_LEV.
+
+    albert: V m + m D;  flat_mlp: V m + m H + H D with H = D;  factorized_mlp: n_cb b d_s + d_in H + H D.
+    """
+    lc, V, D = cfg.lev_config(), cfg.vocab_size, cfg.n_embd
+    target = lev_num_params(lc)
+    H_flat = cfg.emb_mlp_hidden or D
+    m_albert = cfg.albert_dim or max(1, round(target / (V + D)))
+    m_flat = cfg.albert_dim or max(1, round((target - H_flat * D) / (V + H_flat)))
+    n_cb = lc.k if lc.codebooks == "per_position" else 1
+    H_fact = cfg.emb_mlp_hidden or max(1, round((target - n_cb * lc.base * lc.d_seed) / (lc.seed_in + D)))
+    return dict(target=target, albert_m=m_albert, flat_m=m_flat, flat_H=H_flat, factorized_H=H_fact)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The transformer body.
+
+class RMSNorm(nn.Module):
+    """y = x / sqrt(mean(x^2) + eps) * g."""
+
+    def __init__(self, dim, eps=1e-6):
+        super().__init__()
+        self.eps = eps
+        self.weight = nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return F.rms_norm(x, (x.shape[-1],), self.weight, self.eps)
+
+
+def rotary_tables(T, head_dim, base, device=None):
+    """cos, sin (T, head_dim/2) for rotary position embeddings, theta_j = base^(-2j/head_dim)."""
+    inv_freq = base ** (-torch.arange(0, head_dim, 2, device=device, dtype=torch.float32) / head_dim)
+    angles = torch.outer(torch.arange(T, device=device, dtype=torch.float32), inv_freq)  # (T, hd/2)
+    return angles.cos(), angles.sin()
+
+
+def apply_rotary(x, cos, sin):
+    """Rotate channel pairs (x1, x2) of x (B, nh, T, hd) by the position's angle."""
+    x1, x2 = x.float().chunk(2, dim=-1)                                      # (B, nh, T, hd/2) each
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1).type_as(x)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.n_head = cfg.n_head
+        self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd, bias=False)
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd, bias=False)
+
+    def forward(self, x, cos, sin):
+        B, T, D = x.shape
+        q, k, v = self.qkv(x).view(B, T, 3, self.n_head, D // self.n_head).permute(2, 0, 3, 1, 4)  # 3x(B,nh,T,hd)
+        q, k = apply_rotary(q, cos[:T], sin[:T]), apply_rotary(k, cos[:T], sin[:T])
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=True)          # (B, nh, T, hd)
+        return self.proj(y.transpose(1, 2).reshape(B, T, D))                 # (B, T, D)
+
+
+class SwiGLU(nn.Module):
+    """y = W_down( silu(W_gate x) * W_up x )."""
+
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        H = cfg.mlp_hidden or 64 * math.ceil(8 * cfg.n_embd / 3 / 64)
+        self.gate = nn.Linear(cfg.n_embd, H, bias=False)
+        self.up = nn.Linear(cfg.n_embd, H, bias=False)
+        self.down = nn.Linear(H, cfg.n_embd, bias=False)
+
+    def forward(self, x):
+        return self.down(F.silu(self.gate(x)) * self.up(x))
+
+
+class Block(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.norm1, self.attn = RMSNorm(cfg.n_embd), Attention(cfg)
+        self.norm2, self.mlp = RMSNorm(cfg.n_embd), SwiGLU(cfg)
+
+    def forward(self, x, cos, sin):
+        x = x + self.attn(self.norm1(x), cos, sin)
+        return x + self.mlp(self.norm2(x))
+
+
+class GPT(nn.Module):
+    def __init__(self, cfg: GPTConfig):
+        super().__init__()
+        self.cfg = cfg
+        V, D = cfg.vocab_size, cfg.n_embd
+        self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
+        self.norm = RMSNorm(D)
+        self.lm_head = nn.Linear(D, V, bias=False)                           # output head, (V, D) weight
+        # --- the switch: decided here, once ---
+        w = matched_widths(cfg)
+        if cfg.emb in ("tied", "untied"):
+            self.wte = nn.Embedding(V, D)
+        elif cfg.emb == "lev":
+            self.wte = LEV(cfg.lev_config())
+        elif cfg.emb == "albert":
+            self.wte = AlbertEmbedding(V, w["albert_m"], D)
+        elif cfg.emb == "flat_mlp":
+            self.wte = FlatMLPEmbedding(V, w["flat_m"], w["flat_H"], D)
+        elif cfg.emb == "factorized_mlp":
+            self.wte = FactorizedMLPEmbedding(cfg.lev_config(), w["factorized_H"])
+        # nanoGPT-style init: N(0, 0.02) for every Linear and Embedding, residual projections scaled by
+        # 1/sqrt(2 n_layer). LEV's parameters and factorized_mlp's codebooks are plain Parameters that
+        # keep their own initialisation (lev.py).
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+        for block in self.blocks:
+            for proj in (block.attn.proj, block.mlp.down):
+                nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+        if cfg.emb == "tied":
+            self.lm_head.weight = self.wte.weight                            # one (V, D) matrix, two uses
+        cos, sin = rotary_tables(cfg.block_size, D // cfg.n_head, cfg.rope_base)
+        self.register_buffer("rope_cos", cos, persistent=False)
+        self.register_buffer("rope_sin", sin, persistent=False)
+
+    # -- embeddings --------------------------------------------------------------------------------
+    def embed(self, idx):
+        """ids (B, T) -> (B, T, D). In eval mode without gradients, LEV reads its materialised table."""
+        if isinstance(self.wte, LEV) and not self.training and not torch.is_grad_enabled():
+            return F.embedding(idx, self.wte.materialize())
+        return self.wte(idx)
+
+    def forward(self, idx, targets=None, reduction="mean", last_only=False):
+        """idx (B, T) -> (logits (B, T, V), loss).
+
+        loss is the mean cross-entropy (reduction="mean") or the per-token loss (B, T) with
+        reduction="none"; None without targets. last_only=True returns logits (B, 1, V) (for sampling).
+        """
+        B, T = idx.shape
+        if T > self.cfg.block_size:
+            raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}; crop the input.")
+        x = self.embed(idx)                                                  # (B, T, D)
+        for block in self.blocks:
+            x = block(x, self.rope_cos, self.rope_sin)                       # (B, T, D)
+        x = self.norm(x)
+        if last_only:
+            x = x[:, -1:]                                                    # (B, 1, D)
+        logits = self.lm_head(x)                                             # (B, T, V)
+        if targets is None:
+            return logits, None
+        loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1), reduction=reduction)
+        return logits, (loss.view(B, T) if reduction == "none" else loss)
+
+    # -- bookkeeping -------------------------------------------------------------------------------
+    def param_breakdown(self) -> dict:
+        """Parameter counts: input map / output head / body / total. A tied matrix is counted once (as input)."""
+        count = lambda ps: sum(p.numel() for p in ps)
+        inp = count(self.wte.parameters())
+        out = 0 if self.cfg.emb == "tied" else count(self.lm_head.parameters())
+        body = count(self.blocks.parameters()) + count(self.norm.parameters())
+        return dict(input=inp, output=out, body=body, total=count(self.parameters()))
+
+    def configure_optimizer(self, lr, weight_decay, betas=(0.9, 0.95), device_type="cpu"):
+        """AdamW with weight decay on matrices (dim >= 2: tables, linear weights, LEV's codebooks, W, Delta,
+        W_out) and none on vectors (norm gains, LEV's LayerNorm). Every parameter is in exactly one group.
+        Decaying Delta pulls S = 1 + Delta toward 1, the neutral factor (our choice)."""
+        params = [p for p in self.parameters() if p.requires_grad]
+        decay = [p for p in params if p.dim() >= 2]
+        no_decay = [p for p in params if p.dim() < 2]
+        groups = [dict(params=decay, weight_decay=weight_decay), dict(params=no_decay, weight_decay=0.0)]
+        fused = device_type == "cuda"
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=fused)
+
+    def flops_per_token(self) -> float:
+        """Training FLOPs per token, 6N (N = non-input parameters) + attention 12 L T D (PaLM appendix B).
+        LEV's own work is not counted (it is per distinct id, not per token)."""
+        bd = self.param_breakdown()
+        n = bd["total"] - (bd["input"] if self.cfg.emb != "tied" else 0)
+        return 6 * n + 12 * self.cfg.n_layer * self.cfg.block_size * self.cfg.n_embd
+
+    @torch.no_grad()
+    def generate(self, idx, max_new_tokens, temperature=1.0, top_k=None, generator=None):
+        """Sample max_new_tokens continuations of idx (B, T0) -> (B, T0 + max_new_tokens).
+
+        The context is cropped to block_size; temperature 0 means greedy; top_k keeps the k best logits.
+        """
+        for _ in range(max_new_tokens):
+            ctx = idx[:, -self.cfg.block_size:]
+            logits, _ = self(ctx, last_only=True)
+            logits = logits[:, -1].float()                                   # (B, V)
+            if not torch.isfinite(logits).all():
+                raise FloatingPointError("the model produced NaN/inf logits; the checkpoint is probably broken.")
+            if temperature == 0:
+                nxt = logits.argmax(-1, keepdim=True)
+            else:
+                logits = logits / temperature
+                if top_k is not None and top_k < logits.size(-1):
+                    kth = torch.topk(logits, top_k).values[:, [-1]]
+                    logits = logits.masked_fill(logits < kth, float("-inf"))
+                nxt = torch.multinomial(F.softmax(logits, dim=-1), 1, generator=generator)
+            idx = torch.cat([idx, nxt], dim=1)
+        return idx
+
+
+def param_report(cfg: GPTConfig) -> str:
+    """A table of the parameter breakdown of every arm at cfg's size (models are built on the meta device)."""
+    from dataclasses import replace
+    w = matched_widths(cfg)
+    rows = [f"{'emb':<15}{'input map':>13}{'output head':>13}{'body':>13}{'total':>14}{'vs tied':>10}"]
+    tied_total = None
+    for emb in EMB_CHOICES:
+        with torch.device("meta"):
+            bd = GPT(replace(cfg, emb=emb)).param_breakdown()
+        tied_total = tied_total or bd["total"]
+        rows.append(f"{emb:<15}{bd['input']:>13,}{bd['output']:>13,}{bd['body']:>13,}{bd['total']:>14,}"
+                    f"{(bd['total'] - tied_total) / tied_total:>+10.2%}")
+    rows.append(f"matched widths (target P_LEV = {w['target']:,}): albert m={w['albert_m']}, flat_mlp m={w['flat_m']} "
+                f"H={w['flat_H']}, factorized_mlp H={w['factorized_H']}")
+    return "\n".join(rows)
+
+
+if __name__ == "__main__":
+    import argparse
+    ap = argparse.ArgumentParser(description="Print every arm's parameter breakdown.")
+    ap.add_argument("--vocab-size", "--vocab_size", type=int, default=50257)
+    ap.add_argument("--n-layer", "--n_layer", type=int, default=12)
+    ap.add_argument("--n-head", "--n_head", type=int, default=12)
+    ap.add_argument("--n-embd", "--n_embd", type=int, default=768)
+    a = ap.parse_args()
+    print(param_report(GPTConfig(vocab_size=a.vocab_size, n_layer=a.n_layer, n_head=a.n_head, n_embd=a.n_embd)))

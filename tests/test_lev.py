@@ -1,0 +1,190 @@
+"""LEV against a slow reference written straight from the equations (spec section 2), plus its invariants."""
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+
+from lev import (LEV, LEVConfig, bspline_basis, bspline_basis_sparse, coefficients, coefficients_sparse,
+                 digits, lev_base, lev_num_params)
+
+SMALL = LEVConfig(vocab_size=30, n_embd=6, k=2, d_seed=4, heads=2, kappa=5, rank=3)
+
+
+def reference_lev(lev: LEV, ids):
+    """A deliberately naive per-token, per-dimension loop: one scalar at a time, no vectorisation."""
+    cfg = lev.cfg
+    b, out = cfg.base, []
+    S = 1.0 + lev.delta
+    for i in ids.reshape(-1).tolist():
+        c, rest = [], i                                      # 1. digits, least significant first, then reversed
+        for _ in range(cfg.k):
+            c.append(rest % b)
+            rest //= b
+        c = c[::-1]
+        rows = [lev.codebooks[j if cfg.codebooks == "per_position" else 0, c[j]] for j in range(cfg.k)]
+        z = sum(rows) if cfg.seed_combine == "sum" else torch.cat(rows)     # 2. seed
+        e = torch.zeros(cfg.n_embd)
+        for l in range(cfg.heads):
+            x = [sum(lev.W[l, s, q] * z[q] for q in range(z.numel())) for s in range(cfg.d_seed)]
+            if cfg.seed_ln:                                  # 3. LayerNorm (biased variance, eps 1e-5)
+                mean = sum(x) / len(x)
+                var = sum((xi - mean) ** 2 for xi in x) / len(x)
+                x = [(xi - mean) / torch.sqrt(var + 1e-5) * lev.ln_weight[l, s] + lev.ln_bias[l, s]
+                     for s, xi in enumerate(x)]
+            u = [1.0 / (1.0 + torch.exp(-xi / cfg.temperature)) for xi in x]
+            M = []
+            for m in range(cfg.rank):
+                prod = torch.tensor(1.0)
+                for p in range(cfg.d_seed):
+                    weights = []                             # 4. quadratic B-spline on the knot grid
+                    for g in range(cfg.kappa):
+                        d = torch.abs(u[p] - g / (cfg.kappa - 1)) * (cfg.kappa - 1)
+                        if d < 0.5:
+                            weights.append(0.75 - d ** 2)
+                        elif d < 1.5:
+                            weights.append(0.5 * (1.5 - d) ** 2)
+                        else:
+                            weights.append(d * 0.0)
+                    total = sum(weights)
+                    if cfg.basis_norm:
+                        weights = [w / total for w in weights]
+                    phi = sum(weights[g] * S[l, p, g, m] for g in range(cfg.kappa))   # 5.
+                    prod = prod * phi                        # 6. the plain product (no log space needed here)
+                M.append(prod)
+            for m in range(cfg.rank):                        # 7. heads to width D
+                e = e + M[m] * lev.W_out[l, m]
+        out.append(e)
+    return torch.stack(out).view(*ids.shape, cfg.n_embd)
+
+
+VARIANTS = [
+    {},
+    dict(sparse_basis=False),
+    dict(dedup=False),
+    dict(seed_ln=False, temperature=1.0),
+    dict(basis_norm=False),
+    dict(codebooks="shared"),
+    dict(seed_combine="concat"),
+]
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) or "default")
+def test_matches_reference_values_and_grads(variant):
+    torch.manual_seed(0)
+    cfg = replace(SMALL, **variant)
+    lev = LEV(cfg).double()
+    with torch.no_grad():                                    # bigger spread so every knot region is visited
+        lev.codebooks.mul_(40.0)
+    ids = torch.tensor([[0, 1, 29, 7], [7, 13, 0, 28]])      # repeated ids exercise the deduplication
+    torch.set_default_dtype(torch.float64)
+    try:
+        ref = reference_lev(lev, ids)
+        grads_ref = torch.autograd.grad(ref.pow(2).sum() + ref.sum(), list(lev.parameters()))
+        out = lev(ids)
+        grads = torch.autograd.grad(out.pow(2).sum() + out.sum(), list(lev.parameters()))
+    finally:
+        torch.set_default_dtype(torch.float32)
+    assert out.shape == (2, 4, cfg.n_embd)
+    # float64; the only difference left is the eps in log(|phi| + eps): relative ~ d_s * eps = 4e-9
+    torch.testing.assert_close(out, ref, rtol=1e-7, atol=1e-9)
+    for (name, _), g, gr in zip(lev.named_parameters(), grads, grads_ref):
+        torch.testing.assert_close(g, gr, rtol=1e-7, atol=1e-9, msg=lambda m: f"grad of {name}: {m}")
+
+
+def test_float32_path_matches_reference():
+    torch.manual_seed(1)
+    lev = LEV(LEVConfig(vocab_size=50, n_embd=8, k=3, d_seed=6, heads=2, kappa=7, rank=4))
+    ids = torch.randint(0, 50, (3, 5))
+    torch.testing.assert_close(lev(ids), reference_lev(lev, ids), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("V,k", [(30, 2), (1000, 3), (1001, 3), (50257, 3), (100277, 3), (200019, 3), (256, 8)])
+def test_digits_round_trip_and_base(V, k):
+    b = lev_base(V, k)
+    assert b ** k >= V and (b - 1) ** k < V                   # the smallest such base
+    ids = torch.unique(torch.cat([torch.arange(min(V, 500)), torch.randint(0, V, (500,)), torch.tensor([V - 1])]))
+    c = digits(ids, k, b)
+    assert c.shape == (ids.numel(), k) and c.min() >= 0 and c.max() < b
+    back = sum(c[:, j] * b ** (k - 1 - j) for j in range(k))
+    assert torch.equal(back, ids)
+    assert len({tuple(r) for r in c.tolist()}) == ids.numel()  # distinct ids, distinct digit strings
+
+
+def test_gpt2_base_is_37():
+    assert lev_base(50257, 3) == 37
+
+
+@pytest.mark.parametrize("kappa", [2, 5, 16])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_basis_rows(kappa, normalize):
+    u = torch.cat([torch.tensor([0.0, 1.0, 0.5, 1e-7, 1 - 1e-7]), torch.rand(2000)]).double()
+    B = bspline_basis(u, kappa, normalize)
+    assert B.shape == (u.numel(), kappa)
+    assert (B >= 0).all()
+    assert ((B > 0).sum(-1) <= 3).all()
+    if normalize:
+        torch.testing.assert_close(B.sum(-1), torch.ones_like(u))
+    else:                                                    # raw sums: 1 inside, 0.875 at the ends
+        assert B.sum(-1).max() <= 1 + 1e-12 and abs(B[0].sum().item() - 0.875) < 1e-12
+    idx, w = bspline_basis_sparse(u, kappa, normalize)      # the compact-support path gives the same row
+    dense_from_sparse = torch.zeros_like(B).scatter_add_(-1, idx, w)
+    torch.testing.assert_close(dense_from_sparse, B)
+
+
+def test_sparse_coefficients_match_dense():
+    torch.manual_seed(0)
+    u = torch.rand(7, 2, 4, dtype=torch.float64, requires_grad=True)
+    S = (1 + 0.1 * torch.randn(2, 4, 6, 3, dtype=torch.float64)).requires_grad_()
+    dense = coefficients(bspline_basis(u, 6), S)
+    sparse = coefficients_sparse(*bspline_basis_sparse(u, 6), S)
+    torch.testing.assert_close(sparse, dense)
+    g1 = torch.autograd.grad(dense.sin().sum(), [u, S])
+    g2 = torch.autograd.grad(sparse.sin().sum(), [u, S])
+    for a, b in zip(g1, g2):
+        torch.testing.assert_close(a, b)
+
+
+def test_separable_product_sign_and_magnitude():
+    from lev import separable_product
+    phi = torch.tensor([[[[-2.0], [0.5], [3.0]]], [[[-1.0], [-4.0], [0.25]]]])  # (2, 1, 3, 1)
+    torch.testing.assert_close(separable_product(phi).flatten(), torch.tensor([-3.0, 1.0]))
+    many = torch.full((1, 1, 128, 1), 1.5)                   # 1.5^128 ~ 3.4e22: fine in log space
+    assert math.isclose(separable_product(many).item(), 1.5 ** 128, rel_tol=1e-4)
+
+
+@pytest.mark.parametrize("V", [30, 1000, 50257, 100277, 200019])
+@pytest.mark.parametrize("variant", VARIANTS[3:] + [{}], ids=str)
+def test_num_params_formula(V, variant):
+    cfg = replace(LEVConfig(vocab_size=V, n_embd=768), **variant)
+    with torch.device("meta"):
+        counted = sum(p.numel() for p in LEV(cfg).parameters())
+    assert lev_num_params(cfg) == counted
+
+
+def test_spec_example_gpt2_768():
+    cfg = LEVConfig(vocab_size=50257, n_embd=768)
+    assert cfg.base == 37 and lev_num_params(cfg) == 1_589_120
+
+
+def test_materialize_equals_direct_and_refreshes():
+    torch.manual_seed(0)
+    lev = LEV(replace(SMALL, vocab_size=97))
+    table = lev.materialize(chunk_size=10)
+    assert table.shape == (97, 6)
+    torch.testing.assert_close(table, lev(torch.arange(97)[None])[0])
+    assert lev.materialize() is table                        # cached while the weights are unchanged
+    with torch.no_grad():
+        lev.W_out.mul_(2.0)                                  # in-place change, like optimizer.step()
+    table2 = lev.materialize()
+    torch.testing.assert_close(table2, 2 * table)
+
+
+def test_bad_ids_and_config_are_clear_errors():
+    lev = LEV(SMALL)
+    with pytest.raises(ValueError, match="outside"):
+        lev(torch.tensor([[0, 30]]))
+    with pytest.raises(ValueError, match="codebooks"):
+        LEVConfig(codebooks="nope")
+    with pytest.raises(ValueError, match="kappa"):
+        LEVConfig(kappa=1)

@@ -1,0 +1,142 @@
+"""The transformer and its input-embedding switch: every arm, on tiny models built in-process."""
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+
+from lev import lev_num_params
+from model import EMB_CHOICES, GPT, GPTConfig, matched_widths, param_report
+
+TINY = GPTConfig(vocab_size=300, block_size=16, n_layer=2, n_head=2, n_embd=32,
+                 lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
+
+
+def build(emb, **kw):
+    torch.manual_seed(0)
+    return GPT(replace(TINY, emb=emb, **kw))
+
+
+@pytest.mark.parametrize("emb", EMB_CHOICES)
+def test_shapes_and_initial_loss(emb):
+    model = build(emb)
+    idx, targets = torch.randint(0, TINY.vocab_size, (2, 3, 16))
+    logits, loss = model(idx, targets)
+    assert logits.shape == (3, 16, TINY.vocab_size)
+    assert abs(loss.item() - math.log(TINY.vocab_size)) < 0.1, loss.item()
+    _, per_token = model(idx, targets, reduction="none")
+    assert per_token.shape == (3, 16)
+    torch.testing.assert_close(per_token.mean(), loss)
+    logits_last, none = model(idx, last_only=True)
+    assert none is None and logits_last.shape == (3, 1, TINY.vocab_size)
+    torch.testing.assert_close(logits_last[:, 0], logits[:, -1])
+
+
+@pytest.mark.parametrize("emb", EMB_CHOICES)
+def test_causal(emb):
+    model = build(emb)
+    idx = torch.randint(0, TINY.vocab_size, (2, 12))
+    changed = idx.clone()
+    changed[:, 7:] = (changed[:, 7:] + 1) % TINY.vocab_size
+    a, _ = model(idx)
+    b, _ = model(changed)
+    torch.testing.assert_close(a[:, :7], b[:, :7])
+    assert not torch.allclose(a[:, 7:], b[:, 7:])
+
+
+@pytest.mark.parametrize("emb", EMB_CHOICES)
+def test_storage_sharing_and_breakdown(emb):
+    model = build(emb)
+    shared = model.lm_head.weight.data_ptr() == getattr(getattr(model.wte, "weight", None), "data_ptr", lambda: -1)()
+    assert shared == (emb == "tied")
+    bd = model.param_breakdown()
+    assert bd["input"] + bd["output"] + bd["body"] == bd["total"]
+    assert bd["total"] == sum(p.numel() for p in model.parameters())
+    V, D = TINY.vocab_size, TINY.n_embd
+    assert bd["output"] == (0 if emb == "tied" else V * D)
+    if emb in ("tied", "untied"):
+        assert bd["input"] == V * D
+    if emb == "lev":
+        assert bd["input"] == lev_num_params(TINY.lev_config())
+
+
+def test_baselines_are_matched_to_lev():
+    cfg = GPTConfig(vocab_size=50257, n_embd=768, n_layer=1, n_head=12)
+    target = lev_num_params(cfg.lev_config())
+    for emb in ("albert", "flat_mlp", "factorized_mlp"):
+        with torch.device("meta"):
+            inp = GPT(replace(cfg, emb=emb)).param_breakdown()["input"]
+        assert abs(inp - target) / target < 0.02, (emb, inp, target)
+    w = matched_widths(cfg)
+    assert w["target"] == 1_589_120 and w["albert_m"] == 31
+    assert "factorized_mlp" in param_report(cfg)
+
+
+@pytest.mark.parametrize("emb", EMB_CHOICES)
+def test_optimizer_groups_cover_every_parameter_once(emb):
+    model = build(emb)
+    opt = model.configure_optimizer(lr=1e-3, weight_decay=0.1)
+    seen = [id(p) for g in opt.param_groups for p in g["params"]]
+    assert len(seen) == len(set(seen))
+    assert set(seen) == {id(p) for p in model.parameters()}
+    decayed = {id(p) for p in opt.param_groups[0]["params"]}
+    assert all((id(p) in decayed) == (p.dim() >= 2) for p in model.parameters())
+
+
+def test_lev_eval_uses_materialised_table_and_matches_direct():
+    model = build("lev")
+    idx = torch.randint(0, TINY.vocab_size, (2, 10))
+    direct, _ = model(idx)                                   # training mode: LEV evaluated directly
+    model.eval()
+    with torch.no_grad():
+        via_table, _ = model(idx)
+    assert model.wte._table is not None                      # the table was built and used
+    torch.testing.assert_close(via_table, direct, rtol=1e-5, atol=1e-5)
+    opt = model.configure_optimizer(lr=1e-2, weight_decay=0.0)
+    model.train()
+    model(idx, idx)[1].backward()
+    opt.step()                                               # weights change -> the table must follow
+    model.eval()
+    with torch.no_grad():
+        after, _ = model(idx)
+    model.train()
+    direct_after, _ = model(idx)
+    torch.testing.assert_close(after, direct_after, rtol=1e-5, atol=1e-5)
+    assert not torch.allclose(after, via_table)
+
+
+@pytest.mark.parametrize("emb", EMB_CHOICES)
+def test_overfits_one_batch(emb):
+    model = build(emb)
+    idx = torch.randint(0, TINY.vocab_size, (4, 16))
+    opt = model.configure_optimizer(lr=1e-2, weight_decay=0.0)
+    first = None
+    for _ in range(100):
+        _, loss = model(idx[:, :-1], idx[:, 1:])
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        first = first if first is not None else loss.item()
+    assert loss.item() < 0.5 * first, (first, loss.item())
+
+
+def test_generate_and_top_k():
+    model = build("lev").eval()
+    start = torch.zeros(2, 1, dtype=torch.long)
+    g = torch.Generator().manual_seed(0)
+    out = model.generate(start, 20, temperature=1.0, top_k=5, generator=g)
+    assert out.shape == (2, 21) and out.max() < TINY.vocab_size
+    greedy1 = model.generate(start, 5, temperature=0)
+    greedy2 = model.generate(start, 5, temperature=0)
+    assert torch.equal(greedy1, greedy2)
+    long = torch.randint(0, TINY.vocab_size, (1, 40))       # longer than block_size: cropped, not an error
+    assert model.generate(long, 2).shape == (1, 42)
+
+
+def test_bad_config_is_a_clear_error():
+    with pytest.raises(ValueError, match="emb must be one of"):
+        GPTConfig(emb="nope")
+    with pytest.raises(ValueError, match="divisible"):
+        GPTConfig(n_embd=30, n_head=4)
+    with pytest.raises(ValueError, match="exceeds block_size"):
+        build("tied")(torch.zeros(1, 17, dtype=torch.long))
