@@ -1,0 +1,182 @@
+"""Reading a prepared dataset: memory-mapped shards, reproducible random batches, fixed eval windows.
+
+    python data/loader.py data/default          # summary, full id check, one decoded sample batch
+
+    from data.loader import TokenData
+    d = TokenData("data/default")               # from data/prepare.ensure_dataset("default")
+    x, y = d.get_batch("train", batch_size=8, block_size=256, seed=0, step=100)   # (8, 256) int64 each
+    xs, ys = d.val_windows(n=64, block_size=256)                                  # (64, 256) int64 each
+    d.train_counts()                            # (V,) int64 token frequencies of the train split
+    print(d.tokenizer().decode(x[0]))
+
+The shards of a split are read as one long token stream; a window may cross a document boundary (the
+end-of-text id is inside it, as in nanoGPT) and a shard boundary.
+
+The batch contract (get_batch is a pure function of its arguments):
+    Every (seed, split, step) owns an endless, numbered list of window start positions; row k is
+        start_k = splitmix64_k(key) mod (N - T),  key = SeedSequence([seed, step, split]),
+    the k-th output of a SplitMix64 stream (a counter-based generator, so any row is computed directly).
+    The call (batch_size B, micro_step j, rank r, world_size w) returns rows
+        k = (j * w + r) * B + [0, B).
+    So the global batch of a step, all micro steps of all ranks, is rows 0 .. B*w*A - 1 for A micro
+    steps: the same windows for 1 GPU with batch 2B, 2 GPUs with batch B, or 1 GPU with 2 micro steps
+    of B. Ranks and micro steps read disjoint rows; resuming at step i gives exactly step i's batches.
+    Windows are drawn with replacement (as in nanoGPT); the modulo bias is below N / 2**64.
+"""
+import json
+import os
+import sys
+
+if __package__ in (None, ""):  # run as `python data/loader.py`: import the `data` package from the repo root
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+import numpy as np
+
+from data.shards import read_shard
+from data.tokenizers import get_tokenizer
+
+SPLITS = {"train": 0, "val": 1}
+CHECK_IDS_BELOW = 100_000_000  # datasets smaller than this get every id range-checked when opened
+
+
+def splitmix64(key, k):
+    """The k-th output (k = 0, 1, ... an array) of Vigna's SplitMix64 generator started at `key`."""
+    with np.errstate(over="ignore"):  # uint64 arithmetic wraps around, as intended
+        z = np.uint64(key) + (np.asarray(k, dtype=np.uint64) + np.uint64(1)) * np.uint64(0x9E3779B97F4A7C15)
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return z ^ (z >> np.uint64(31))
+
+
+def prepare_hint(path):
+    """The command that prepares the dataset folder `path` (for error messages)."""
+    base = os.path.basename(os.path.normpath(path))
+    name, _, tok = base.partition("_")
+    extra = {"text": " --input 'FILES'", "pile": " --input 'pile/train/*.jsonl.zst'"}.get(name, "")
+    if name in ("default", "shakespeare", "text", "pile"):
+        return f"python data/prepare.py {name}{extra}" + (f" --tokenizer {tok}" if tok else "")
+    return "python data/prepare.py {default,shakespeare,text,pile} --out-dir " + path
+
+
+class TokenData:
+    """A prepared dataset folder: meta.json, train/val shards, train_counts.npy."""
+
+    def __init__(self, path, check_ids=None):
+        self.path = path
+        meta_path = os.path.join(path, "meta.json")
+        if not os.path.exists(meta_path):
+            raise FileNotFoundError(f"No prepared dataset in {path} (no meta.json): prepare it with "
+                                    f"`{prepare_hint(path)}`.")
+        with open(meta_path) as f:
+            self.meta = json.load(f)
+        self.vocab_size = self.meta["vocab_size"]
+        self.tokenizer_name = self.meta["tokenizer"]
+        total = self.meta["train_tokens"] + self.meta["val_tokens"]
+        check = total < CHECK_IDS_BELOW if check_ids is None else check_ids
+        self.shards, self.offsets = {}, {}
+        for split in SPLITS:
+            shards = [read_shard(os.path.join(path, f), self.vocab_size, check) for f in self.meta[f"{split}_shards"]]
+            lengths = [len(s) for s in shards]
+            if sum(lengths) != self.meta[f"{split}_tokens"]:
+                raise ValueError(f"The {split} shards in {path} hold {sum(lengths)} tokens, but meta.json says "
+                                 f"{self.meta[f'{split}_tokens']}: prepare the dataset again.")
+            self.shards[split] = shards
+            self.offsets[split] = np.cumsum([0] + lengths)  # shard i holds stream positions [o[i], o[i+1])
+        self._tokenizer = None
+
+    def num_tokens(self, split):
+        return int(self.offsets[self._split(split)][-1])
+
+    def tokenizer(self):
+        """The tokenizer the dataset was prepared with (for decoding samples)."""
+        if self._tokenizer is None:
+            self._tokenizer = get_tokenizer(self.tokenizer_name, self.meta.get("tokenizer_meta"))
+        return self._tokenizer
+
+    def train_counts(self):
+        """How often every token id occurs in the train split: (V,) int64, summing to num_tokens("train")."""
+        counts = np.load(os.path.join(self.path, self.meta.get("counts", "train_counts.npy")))
+        if counts.shape != (self.vocab_size,) or int(counts.sum()) != self.num_tokens("train"):
+            raise ValueError(f"{self.path}/train_counts.npy does not match the train split (shape "
+                             f"{counts.shape}, sum {int(counts.sum())}): prepare the dataset again.")
+        return counts.astype(np.int64, copy=False)
+
+    # ------------------------------------------------------------------------- windows
+    def tokens(self, split, start, length):
+        """Stream positions [start, start + length) of a split, across shard boundaries: (length,) int64."""
+        offsets, shards = self.offsets[split], self.shards[split]
+        if start < 0 or length < 1 or start + length > offsets[-1]:
+            raise ValueError(f"Positions [{start}, {start + length}) are outside the {split} split "
+                             f"of {self.path} ({offsets[-1]} tokens).")
+        i = int(np.searchsorted(offsets, start, side="right")) - 1  # the shard that holds `start`
+        parts, need = [], length
+        while need > 0:
+            a = start - offsets[i]
+            part = shards[i][a:a + need]
+            parts.append(part)
+            need -= len(part)
+            start += len(part)
+            i += 1
+        return np.concatenate(parts).astype(np.int64) if len(parts) > 1 else parts[0].astype(np.int64)
+
+    def _windows(self, split, starts, block_size):
+        w = np.stack([self.tokens(split, int(s), block_size + 1) for s in starts])  # (B, T+1)
+        return w[:, :-1], w[:, 1:]  # x (B, T), y (B, T): y is x shifted by one
+
+    def _split(self, split):
+        if split not in SPLITS:
+            raise ValueError(f"split must be 'train' or 'val', not {split!r}.")
+        return split
+
+    def _check_room(self, split, block_size):
+        n = self.num_tokens(split)
+        if block_size < 1 or n < block_size + 1:
+            raise ValueError(f"The {split} split of {self.path} has {n} tokens, too few for one window of "
+                             f"block_size {block_size} (+1 for the targets): use a smaller block_size or a "
+                             f"bigger dataset.")
+        return n
+
+    def get_batch(self, split, batch_size, block_size, seed=0, step=0, micro_step=0, rank=0, world_size=1):
+        """(x, y), each (batch_size, block_size) int64: random windows, a pure function of the arguments.
+        See the module docstring for the contract between ranks, micro steps and world sizes."""
+        n = self._check_room(self._split(split), block_size)
+        for arg, v in (("batch_size", batch_size), ("world_size", world_size)):
+            if v < 1:
+                raise ValueError(f"{arg} must be >= 1, got {v}.")
+        for arg, v in (("seed", seed), ("step", step), ("micro_step", micro_step)):
+            if v < 0:
+                raise ValueError(f"{arg} must be >= 0, got {v}.")
+        if not 0 <= rank < world_size:
+            raise ValueError(f"rank must be in [0, world_size={world_size}), got {rank}.")
+        key = np.random.SeedSequence([seed, step, SPLITS[split]]).generate_state(1, dtype=np.uint64)[0]
+        rows = (micro_step * world_size + rank) * batch_size + np.arange(batch_size)  # (B,) global row numbers
+        starts = splitmix64(key, rows) % np.uint64(n - block_size)  # (B,) in [0, N - T)
+        return self._windows(split, starts, block_size)
+
+    def val_windows(self, n=None, block_size=256, split="val"):
+        """(xs, ys), each (n, block_size) int64: n evenly spaced, non-overlapping windows of the val
+        split, the same for every call, seed and model. n=None: as many as fit (every target once)."""
+        N = self._check_room(self._split(split), block_size)
+        most = (N - 1) // block_size  # windows of T+1 tokens with a stride of at least T
+        n = most if n is None else n
+        if not 1 <= n <= most:
+            raise ValueError(f"The {split} split of {self.path} has {N} tokens: it holds at most {most} "
+                             f"non-overlapping windows of block_size {block_size}, not {n}.")
+        stride = (N - 1 - block_size) // (n - 1) if n > 1 else 0  # >= block_size when n <= most
+        return self._windows(split, np.arange(n) * stride, block_size)
+
+    def summary(self):
+        m = self.meta
+        return (f"{self.path}: {m['dataset']}, tokenizer {self.tokenizer_name} (V={self.vocab_size}), "
+                f"train {m['train_tokens']:,} tokens / {len(m['train_shards'])} shard(s), "
+                f"val {m['val_tokens']:,} tokens / {len(m['val_shards'])} shard(s)")
+
+    __repr__ = summary
+
+
+if __name__ == "__main__":
+    d = TokenData(sys.argv[1] if len(sys.argv) > 1 else "data/default", check_ids=True)
+    print(d.summary(), "(every token id checked)")
+    x, y = d.get_batch("train", batch_size=2, block_size=64)
+    for row in x:
+        print("---\n" + d.tokenizer().decode(row))

