@@ -174,6 +174,18 @@ class TokenData:
     __repr__ = summary
 
 
+def open_dataset(name, data_root="", say=print):
+    """A prepared dataset by path, or by name under data_root ("" = this project's data/ folder).
+    The embedded default (Python's own documentation, no download) is prepared when it is missing."""
+    data_root = data_root or os.path.dirname(os.path.abspath(__file__))
+    path = name if os.path.isdir(name) else os.path.join(data_root, name)
+    if not os.path.isdir(path) and name == "default":
+        from data.prepare import ensure_dataset
+        say(f"preparing the embedded default dataset (Python's own documentation) in {path} ...")
+        path = ensure_dataset("default", data_root=data_root)
+    return TokenData(path)
+
+
 if __name__ == "__main__":
     d = TokenData(sys.argv[1] if len(sys.argv) > 1 else "data/default", check_ids=True)
     print(d.summary(), "(every token id checked)")

@@ -1,0 +1,67 @@
+"""
+Checkpoints you can trust: plain values only, atomic writes, safe loading.
+
+out_dir/ckpt.pt is a dict of tensors and plain Python values (no pickled classes or code):
+    model        state_dict with uncompiled, un-DDP'd names
+    optimizer    AdamW state_dict
+    step         optimizer steps completed
+    model_args   GPTConfig as a dict      train_args   TrainConfig as a dict
+    tokenizer    {"name", "vocab_size", "meta"}   (meta rebuilds char vocabularies)
+    rng          {"torch": ByteTensor, "cuda": [ByteTensor, ...]}
+    best_val_loss, elapsed_s, tokens_seen
+It loads with torch.load(weights_only=True), which refuses pickled callables. save() writes a
+temporary file in the same folder, fsyncs it and renames it over the old one, so a crash or kill
+during a save leaves the previous checkpoint intact.
+"""
+import os
+
+import torch
+
+from model import GPT, GPTConfig
+
+
+def save(obj: dict, path: str):
+    """Write obj to path atomically (temporary file + fsync + rename)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "wb") as f:
+            torch.save(obj, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def load(path: str, map_location="cpu") -> dict:
+    """Load a checkpoint with weights_only=True; a missing or unsafe file is a clear error."""
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no checkpoint at {path}: train a model first (python train.py --out-dir ...) "
+                                f"or point --out-dir at a run directory that has ckpt.pt.")
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # unpickling errors for anything that is not plain data, or a corrupt file
+        raise RuntimeError(f"refusing to load {path}: it is not a plain-data checkpoint of this project "
+                           f"(torch.load with weights_only=True failed: {str(e).splitlines()[0]}).") from None
+
+
+def model_from_checkpoint(ckpt: dict, device="cpu") -> GPT:
+    """Rebuild the model of a checkpoint, with its weights, in eval mode."""
+    model = GPT(GPTConfig(**ckpt["model_args"]))
+    model.load_state_dict(ckpt["model"])
+    return model.to(device).eval()
+
+
+def check_compatible(ckpt: dict, model_args: dict, tokenizer: dict, path: str):
+    """Resuming must keep the architecture and the tokenizer; say exactly what differs."""
+    diffs = [f"{k}: checkpoint {ckpt['model_args'].get(k)!r}, now {v!r}"
+             for k, v in model_args.items() if ckpt["model_args"].get(k) != v]
+    if diffs:
+        raise ValueError(f"cannot resume from {path}: the architecture differs ({'; '.join(diffs)}). "
+                         f"Use the run's original flags, or a new --out-dir for a new run.")
+    old = ckpt["tokenizer"]
+    if (old["name"], old["vocab_size"]) != (tokenizer["name"], tokenizer["vocab_size"]):
+        raise ValueError(f"cannot resume from {path}: it was trained with tokenizer {old['name']} "
+                         f"(V={old['vocab_size']}), the dataset uses {tokenizer['name']} (V={tokenizer['vocab_size']}).")
