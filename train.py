@@ -39,7 +39,7 @@ class TrainConfig:
     out_dir: str = "out"          # run directory: config.json, log.jsonl, ckpt.pt
     max_iters: int = 200          # optimizer steps
     eval_interval: int = 50       # evaluate and checkpoint every this many steps (and at the end)
-    eval_iters: int = 8           # validation batches of batch_size fixed windows (same for every arm and seed)
+    eval_iters: int = 8           # validation batches of batch_size x world fixed windows (same for every arm/seed)
     log_interval: int = 10        # print and log training loss every this many steps
     batch_size: int = 8           # sequences per micro-step per process
     grad_accum: int = 1           # micro-steps per optimizer step per process
@@ -55,6 +55,7 @@ class TrainConfig:
     dtype: str = "auto"           # auto: bfloat16 autocast on CUDA when supported, else float32
     compile: bool = False         # torch.compile the model
     resume: bool = False          # continue from out_dir/ckpt.pt
+    stop_at: int = 0              # save and stop after this many steps (0 = run to max_iters); for time-limited jobs
     sample_tokens: int = 120      # tokens sampled at the end of training (0 = none)
     preset: str = "cpu"           # named defaults, see PRESETS
 
@@ -74,7 +75,7 @@ PRESETS = {
 }
 PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "4090": 165e12}  # dense bf16
 
-CHECKS = dict(max_iters=checked(int, 0), eval_interval=checked(int, 1), eval_iters=checked(int, 1),
+CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=checked(int, 1), eval_iters=checked(int, 1),
               log_interval=checked(int, 1), batch_size=checked(int, 1), grad_accum=checked(int, 1),
               lr=checked(float, 0, exclusive=True), min_lr_ratio=checked(float, 0), warmup_iters=checked(int, 0),
               weight_decay=checked(float, 0), grad_clip=checked(float, 0), sample_tokens=checked(int, 0),
@@ -197,7 +198,7 @@ def main(argv=None):
     if tc.resume:
         ckpt = checkpoint.load(ckpt_path)
         for k, v in {**ckpt["train_args"], **ckpt["model_args"]}.items():
-            if k not in given and hasattr(args, k) and k not in ("resume",):
+            if k not in given and hasattr(args, k) and k not in ("resume", "stop_at"):
                 setattr(args, k, v)
         tc = pick(TrainConfig, args)
     mc = pick(GPTConfig, args, vocab_size=data.vocab_size)
@@ -229,7 +230,7 @@ def main(argv=None):
     scaler = torch.amp.GradScaler(device_type, enabled=(ptdtype == torch.float16))
 
     tokens_per_step = tc.batch_size * mc.block_size * tc.grad_accum * world
-    n_val = tc.eval_iters * tc.batch_size  # fixed windows, evenly spread; all of them if the split is smaller
+    n_val = tc.eval_iters * tc.batch_size * world  # fixed windows, evenly spread; all if the split is smaller
     windows = data.val_windows(block_size=mc.block_size)
     if len(windows[0]) > n_val:
         windows = data.val_windows(n=n_val, block_size=mc.block_size)
@@ -282,6 +283,12 @@ def main(argv=None):
                 best_val = min(best_val, val)
                 say(f"step {step:>6}: val loss {val:.4f} (ppl {math.exp(min(val, 50)):.2f}), tokens {tokens_seen:,}")
                 log(dict(event="eval", step=step, val_loss=val, tokens=tokens_seen, elapsed_s=round(elapsed, 3)))
+                if not math.isfinite(val):
+                    status = "nan"
+                    say(f"step {step}: the validation loss is {val}; stopping without saving. The last good "
+                        f"checkpoint is {ckpt_path} (if one was written). Try a lower --lr or --grad-clip.")
+                    log(dict(event="nan", step=step))
+                    break
                 if step > 0 and (ckpt is None or step != ckpt["step"]):
                     save()
             if step >= tc.max_iters:
@@ -331,11 +338,12 @@ def main(argv=None):
                 log(dict(event="train", step=step, loss=last_loss, lr=lr, ms_per_step=dt * 1000, tok_per_s=tok_s,
                          tokens=tokens_seen, elapsed_s=round(elapsed, 3), mfu=mfu))
                 window_start, window_time = step, 0.0
-            if stop_now[1].item() > 0:
-                status = "interrupted"
+            if stop_now[1].item() > 0 or step == tc.stop_at:
+                status = "interrupted" if stop_now[1].item() > 0 else "paused"
                 save()
-                say(f"stopped by a signal at step {step}; checkpoint saved to {ckpt_path}. Continue with --resume.")
-                log(dict(event="interrupted", step=step))
+                say(f"{'stopped by a signal' if status == 'interrupted' else 'paused (--stop-at)'} at step {step}; "
+                    f"checkpoint saved to {ckpt_path}. Continue with --resume.")
+                log(dict(event=status, step=step))
                 break
     finally:
         stop.restore()
@@ -356,4 +364,4 @@ def main(argv=None):
 
 if __name__ == "__main__":
     result = main()
-    sys.exit({"done": 0, "interrupted": 0, "nan": 1}[result["status"]])
+    sys.exit({"done": 0, "paused": 0, "interrupted": 0, "nan": 1}[result["status"]])

@@ -1,0 +1,189 @@
+"""train.py and sample.py as a user runs them: smoke runs, exact resume, safe checkpoints, bad flags, torchrun."""
+import json
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+
+import checkpoint
+import sample
+import train
+from conftest import ROOT
+from model import EMB_CHOICES
+
+TINY = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "32", "--batch-size", "4",
+        "--lev-d-seed", "8", "--lev-heads", "2", "--lev-kappa", "6", "--lev-rank", "4",
+        "--eval-iters", "2", "--log-interval", "1", "--warmup-iters", "2", "--lr", "3e-3", "--sample-tokens", "0"]
+
+
+@pytest.fixture(scope="session")
+def dataset(tmp_path_factory):
+    """Python's own docs (stdlib, no download) with the byte tokenizer (V=257): small and real."""
+    from data.prepare import main as prepare
+    out = str(tmp_path_factory.mktemp("data") / "docs_byte")
+    prepare(["default", "--tokenizer", "byte", "--out-dir", out])
+    return out
+
+
+def run(dataset, out_dir, *extra):
+    return train.main(["--dataset", dataset, "--out-dir", str(out_dir), *TINY, *extra])
+
+
+def read_log(out_dir, event):
+    with open(os.path.join(out_dir, "log.jsonl")) as f:
+        return [e for e in map(json.loads, f) if e["event"] == event]
+
+
+@pytest.mark.parametrize("emb", EMB_CHOICES)
+def test_smoke_every_arm(dataset, tmp_path, emb):
+    res = run(dataset, tmp_path, "--emb", emb, "--max-iters", "4", "--eval-interval", "2")
+    assert res["status"] == "done" and res["step"] == 4
+    evals = read_log(tmp_path, "eval")
+    assert [e["step"] for e in evals] == [0, 2, 4]
+    assert evals[-1]["val_loss"] < evals[0]["val_loss"]
+    ckpt = checkpoint.load(os.path.join(tmp_path, "ckpt.pt"))
+    assert ckpt["step"] == 4 and ckpt["model_args"]["emb"] == emb and ckpt["tokenizer"]["name"] == "byte"
+    cfg = json.load(open(os.path.join(tmp_path, "config.json")))
+    assert cfg["model"]["vocab_size"] == 257 and cfg["train"]["max_iters"] == 4
+
+
+def test_resume_is_exact(dataset, tmp_path):
+    straight, split = tmp_path / "straight", tmp_path / "split"
+    run(dataset, straight, "--emb", "lev", "--max-iters", "8", "--eval-interval", "4")
+    run(dataset, split, "--emb", "lev", "--max-iters", "8", "--eval-interval", "4", "--stop-at", "4")
+    assert checkpoint.load(os.path.join(split, "ckpt.pt"))["step"] == 4
+    run(dataset, split, "--resume")                          # flags come from the checkpoint
+    a = {e["step"]: e["loss"] for e in read_log(straight, "train")}
+    b = {e["step"]: e["loss"] for e in read_log(split, "train")}
+    assert sorted(a) == sorted(b) == list(range(1, 9))
+    for s in a:
+        assert a[s] == pytest.approx(b[s], rel=1e-6, abs=1e-6), s
+    va = [e["val_loss"] for e in read_log(straight, "eval") if e["step"] == 8]
+    vb = [e["val_loss"] for e in read_log(split, "eval") if e["step"] == 8]
+    assert va[0] == pytest.approx(vb[0], rel=1e-6)
+
+
+def test_resume_with_other_architecture_is_a_clear_error(dataset, tmp_path):
+    run(dataset, tmp_path, "--emb", "tied", "--max-iters", "2", "--eval-interval", "2")
+    with pytest.raises(ValueError, match="architecture differs.*n_embd"):
+        run(dataset, tmp_path, "--resume", "--n-embd", "48")
+
+
+def test_interrupted_save_leaves_the_old_checkpoint(tmp_path, monkeypatch):
+    path = str(tmp_path / "ckpt.pt")
+    checkpoint.save({"step": 1, "w": torch.ones(3)}, path)
+
+    def broken_save(obj, f):
+        f.write(b"half a checkpoint")
+        raise KeyboardInterrupt("killed during the save")
+
+    monkeypatch.setattr(torch, "save", broken_save)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.save({"step": 2, "w": torch.zeros(3)}, path)
+    monkeypatch.undo()
+    assert checkpoint.load(path)["step"] == 1
+    assert os.listdir(tmp_path) == ["ckpt.pt"]               # no temporary file left behind
+
+
+class Boom:
+    def __reduce__(self):
+        return (os.system, ("echo pwned",))
+
+
+@pytest.mark.filterwarnings("ignore:Detected pickle protocol")
+def test_pickled_callable_is_refused(tmp_path):
+    path = str(tmp_path / "ckpt.pt")
+    with open(path, "wb") as f:
+        pickle.dump({"model": Boom()}, f)
+    with pytest.raises(RuntimeError, match="refusing to load"):
+        checkpoint.load(path)
+
+
+@pytest.mark.parametrize("flag", ["--emb=nope", "--lr=-1", "--block-size=0", "--compile=maybe", "--preset=huge"])
+def test_bad_flags_exit_2_without_traceback(flag):
+    p = subprocess.run([sys.executable, "train.py", flag], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert p.returncode == 2, p.stderr
+    assert "Traceback" not in p.stderr and "error:" in p.stderr
+
+
+def test_flag_spellings_and_booleans():
+    args, given, _ = train.parse_args(["--max_iters", "7", "--max-iters", "9", "--compile=False", "--resume"])
+    assert args.max_iters == 9 and args.compile is False and args.resume is True
+    assert {"max_iters", "compile", "resume"} <= given
+    args, _, preset = train.parse_args(["--preset", "shakespeare", "--n-layer", "2"])
+    assert preset == "shakespeare" and args.n_embd == 384 and args.n_layer == 2   # flags beat presets
+
+
+def test_nan_stops_the_run_and_keeps_the_last_checkpoint(dataset, tmp_path):
+    run(dataset, tmp_path, "--emb", "tied", "--max-iters", "2", "--eval-interval", "2")
+    res = run(dataset, tmp_path, "--resume", "--max-iters", "40", "--lr", "1e30", "--grad-clip", "0",
+              "--warmup-iters", "0")
+    assert res["status"] == "nan"
+    assert checkpoint.load(os.path.join(tmp_path, "ckpt.pt"))["step"] == 2     # the last good one
+    assert read_log(tmp_path, "nan")
+
+
+def test_sigterm_saves_and_resume_finishes(dataset, tmp_path):
+    cmd = [sys.executable, "train.py", "--dataset", dataset, "--out-dir", str(tmp_path), *TINY,
+           "--max-iters", "100000", "--eval-interval", "100000", "--emb", "lev"]
+    p = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    for line in p.stdout:                                    # wait until training is under way
+        if line.startswith("step") and "loss" in line and "val" not in line:
+            break
+    time.sleep(0.5)
+    p.send_signal(signal.SIGTERM)
+    out = p.communicate(timeout=120)[0]
+    assert p.returncode == 0, out
+    step = checkpoint.load(os.path.join(tmp_path, "ckpt.pt"))["step"]
+    assert 0 < step < 100000
+    res = run(dataset, tmp_path, "--resume", "--max-iters", str(step + 2))
+    assert res["status"] == "done" and res["step"] == step + 2
+
+
+def test_sample_from_checkpoint(dataset, tmp_path, capsys):
+    run(dataset, tmp_path, "--emb", "lev", "--max-iters", "2", "--eval-interval", "2")
+    prompt = tmp_path / "prompt.txt"
+    prompt.write_text("x" * 100)                             # 100 byte tokens > block_size 32: cropped
+    out = sample.main(["--out-dir", str(tmp_path), "--start", f"FILE:{prompt}", "--num-samples", "2",
+                       "--max-new-tokens", "5", "--seed", "3"])
+    assert len(out) == 2
+    again = sample.main(["--out-dir", str(tmp_path), "--start", f"FILE:{prompt}", "--num-samples", "2",
+                         "--max-new-tokens", "5", "--seed", "3"])
+    assert out == again                                      # seeded
+    assert "keeping the last 32" in capsys.readouterr().err
+
+
+def test_sample_refuses_nan_weights(dataset, tmp_path):
+    run(dataset, tmp_path, "--emb", "tied", "--max-iters", "2", "--eval-interval", "2")
+    path = os.path.join(tmp_path, "ckpt.pt")
+    ckpt = checkpoint.load(path)
+    ckpt["model"]["lm_head.weight"].fill_(float("nan"))
+    checkpoint.save(ckpt, path)
+    with pytest.raises(FloatingPointError, match="NaN"):
+        sample.main(["--out-dir", str(tmp_path), "--max-new-tokens", "3"])
+
+
+@pytest.mark.slow
+def test_torchrun_two_processes_match_one(dataset, tmp_path):
+    """2 processes x batch 2 (gloo, CPU) see the same global batch as 1 process x batch 4: same losses."""
+    common = ["--dataset", dataset, *TINY, "--emb", "lev", "--max-iters", "4", "--eval-interval", "4"]
+    one = tmp_path / "one"
+    run(dataset, one, "--emb", "lev", "--max-iters", "4", "--eval-interval", "4")
+    two = tmp_path / "two"
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                        "train.py", *common, "--batch-size", "2", "--out-dir", str(two)],
+                       cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    a = [e["loss"] for e in read_log(one, "train")]
+    b = [e["loss"] for e in read_log(two, "train")]
+    assert len(a) == len(b) == 4
+    assert a == pytest.approx(b, rel=1e-4, abs=1e-5)
+    va = read_log(one, "eval")[-1]["val_loss"]
+    vb = read_log(two, "eval")[-1]["val_loss"]
+    assert va == pytest.approx(vb, rel=1e-4)
