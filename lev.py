@@ -11,8 +11,18 @@ Shapes use N for "any leading batch dims" (e.g. (B, T) or the distinct ids of a 
     python lev.py --vocab-size 50257   # the same at GPT-2's vocabulary (prints the parameter arithmetic)
 
 Where the paper is silent, the code says "our choice" and the alternative is a field of LEVConfig.
+
+Fast paths (tests/test_fast.py checks each against the slow per-token reference): LEV runs once per distinct
+id of a batch (dedup); steps 4-6 run fused on the <= 3 non-zero spline weights and never store phi
+(spline_product: a C++ kernel on the CPU, lev_kernel.cpp, built on first use; a chunked PyTorch path
+elsewhere); in eval mode rows of the V x D table are materialised once and looked up (LEV.lookup).
+`python bench.py` measures them.
 """
 import math
+import os
+import platform
+import warnings
+import zlib
 from dataclasses import dataclass
 
 import torch
@@ -34,7 +44,8 @@ class LEVConfig:
     basis_norm: bool = True       # our choice: renormalise the B-spline weights to sum to 1 on [0, 1]
     codebooks: str = "per_position"  # our choice: one codebook per digit position; "shared": one for all
     seed_combine: str = "sum"     # our choice: z = sum_j C_j[c_j]; "concat": z = [C_1[c_1], ..., C_k[c_k]]
-    sparse_basis: bool = True     # fast path: use the <= 3 non-zero basis weights (False: dense kappa)
+    sparse_basis: bool = True     # fast path: steps 4-6 fused on the <= 3 non-zero basis weights (False: dense, plain)
+    kernel: str = "auto"          # fused steps' code: "cpp" (CPU), "torch" (any device), "auto" (cpp on CPU if built)
     dedup: bool = True            # fast path: evaluate each distinct id of a batch once, then gather
     eps: float = 1e-9             # the epsilon in log(|phi| + eps) of the separable product
     init_std: float = 0.02        # our choice: std of codebooks and W_l (W_out_l: init_std / sqrt(h))
@@ -59,6 +70,8 @@ class LEVConfig:
             raise ValueError(f"LEVConfig.temperature must be > 0, got {self.temperature}.")
         if self.codebooks not in ("per_position", "shared"):
             raise ValueError(f"LEVConfig.codebooks must be 'per_position' or 'shared', got {self.codebooks!r}.")
+        if self.kernel not in ("auto", "cpp", "torch"):
+            raise ValueError(f"LEVConfig.kernel must be 'auto', 'cpp' or 'torch', got {self.kernel!r}.")
         if self.seed_combine not in ("sum", "concat"):
             raise ValueError(f"LEVConfig.seed_combine must be 'sum' or 'concat', got {self.seed_combine!r}.")
 
@@ -116,10 +129,13 @@ def unit_cube(z: torch.Tensor, W: torch.Tensor, ln_weight, ln_bias, temperature:
     z (N, d_in); W (h, d_s, d_in) with no bias; ln_weight, ln_bias (h, d_s), or None for no LayerNorm.
     -> u (N, h, d_s), every entry in (0, 1). The spec's default temperature is 2 ("/2").
     """
-    x = torch.einsum("ni,hsi->nhs", z.reshape(-1, z.shape[-1]), W)          # (N, h, d_s)
-    if ln_weight is not None:
-        x = F.layer_norm(x, x.shape[-1:]) * ln_weight + ln_bias             # per-head affine
-    return torch.sigmoid(x / temperature).reshape(*z.shape[:-1], *x.shape[1:])
+    h, d_s, d_in = W.shape
+    x = (z.reshape(-1, d_in) @ W.reshape(h * d_s, d_in).T).view(-1, h, d_s)  # (N, h, d_s), all heads in one matmul
+    if ln_weight is not None:                                                # LN_l(x) / T, the affine folded with 1/T
+        x = torch.addcmul(ln_bias / temperature, F.layer_norm(x, (d_s,)), ln_weight / temperature)
+    else:
+        x = x / temperature
+    return torch.sigmoid(x).reshape(*z.shape[:-1], h, d_s)
 
 
 def bspline_kernel(d: torch.Tensor) -> torch.Tensor:
@@ -165,14 +181,10 @@ def coefficients(B: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
 def coefficients_sparse(idx: torch.Tensor, w: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
     """Step 5 (compact support). phi_{l,p,m} = sum_{j<3} w_{l,p,j} S_{l,p,idx_{l,p,j},m}.
 
-    idx, w (N, h, d_s, 3); S (h, d_s, kappa, r) -> phi (N, h, d_s, r). Gathers 3 rows instead of a
-    kappa-long contraction.
+    idx, w (N, h, d_s, 3); S (h, d_s, kappa, r) -> phi (N, h, d_s, r). Accumulates 3 weighted rows of S
+    instead of a kappa-long contraction; autograd keeps idx, w, S only, not the gathered rows (_Coefficients).
     """
-    h, d_s, kappa, r = S.shape
-    rows = torch.arange(h * d_s, device=S.device).view(h, d_s, 1) * kappa    # (h, d_s, 1) row offsets
-    flat = (rows + idx).reshape(-1)                                          # (N*h*d_s*3,)
-    picked = S.reshape(h * d_s * kappa, r)[flat].view(*idx.shape, r)         # (N, h, d_s, 3, r)
-    return (w.unsqueeze(-1) * picked).sum(-2)                                # (N, h, d_s, r)
+    return _Coefficients.apply(idx, w, S)
 
 
 def separable_product(phi: torch.Tensor, eps: float = 1e-9) -> torch.Tensor:
@@ -184,6 +196,26 @@ def separable_product(phi: torch.Tensor, eps: float = 1e-9) -> torch.Tensor:
     log_mag = torch.log(phi.abs() + eps).sum(-2)                             # (N, h, r)
     negatives = (phi < 0).sum(-2)                                            # (N, h, r) int
     sign = 1.0 - 2.0 * (negatives % 2).to(phi.dtype)                         # (N, h, r) +-1
+    return sign * torch.exp(log_mag)
+
+
+def spline_product(u: torch.Tensor, S: torch.Tensor, normalize: bool = True, eps: float = 1e-9,
+                   kernel: str = "auto") -> torch.Tensor:
+    """Steps 4-6 fused (the fast path): M_{l,m} = prod_p sum_{j<3} w_{l,p,j} S_{l,p,idx_{l,p,j},m} with
+    (idx, w) = bspline_basis_sparse(u), in log space as in separable_product. phi (N, h, d_s, r) is never
+    stored: the backward recomputes it from u and S.
+
+    u (N, h, d_s); S (h, d_s, kappa, r) -> M (N, h, r). kernel: "cpp" (lev_kernel.cpp: the basis is computed
+    inside too, CPU), "torch" (bspline_basis_sparse, then chunks of ids; any device), "auto" (cpp for CPU
+    tensors when it builds, else torch).
+    """
+    if kernel == "auto":
+        kernel = "cpp" if u.device.type == "cpu" and _cpp_kernel(required=False) is not None else "torch"
+    if kernel == "cpp":
+        _cpp_kernel(required=True)
+        return _cpp_spline_product(u.contiguous(), S.contiguous(), normalize, eps)            # (N, h, r)
+    idx, w = bspline_basis_sparse(u, S.shape[2], normalize)                                    # (N, h, d_s, 3) x2
+    log_mag, sign = _SparseLogProduct.apply(idx, w, S, eps)                                     # (N, h, r) x2
     return sign * torch.exp(log_mag)
 
 
@@ -212,7 +244,7 @@ class LEV(nn.Module):
         self.ln_bias = nn.Parameter(torch.zeros(h, d_s)) if cfg.seed_ln else None
         self.delta = nn.Parameter(torch.randn(h, d_s, cfg.kappa, cfg.rank) * cfg.delta_std)
         self.W_out = nn.Parameter(torch.randn(h, cfg.rank, cfg.n_embd) * (cfg.init_std / math.sqrt(h)))
-        self._table, self._table_key = None, None
+        self._table, self._filled, self._table_key = None, None, None  # lazily materialised (lookup)
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
         """Steps 1-7 for every entry of ids (N) -> (N, D), no deduplication. float32 throughout."""
@@ -224,41 +256,242 @@ class LEV(nn.Module):
             z = seed(c, p["codebooks"], cfg.seed_combine)                              # (N, d_in)
             u = unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)  # (N, h, d_s)
             S = 1.0 + p["delta"]                                                       # (h, d_s, kappa, r)
-            if cfg.sparse_basis:
-                idx, w = bspline_basis_sparse(u, cfg.kappa, cfg.basis_norm)            # (N, h, d_s, 3) x2
-                phi = coefficients_sparse(idx, w, S)                                   # (N, h, d_s, r)
-            else:
+            if cfg.sparse_basis:                                                       # steps 4-6 fused
+                M = spline_product(u, S, cfg.basis_norm, cfg.eps, cfg.kernel)          # (N, h, r), phi never stored
+            else:                                                                      # steps 4, 5, 6 as written
                 B = bspline_basis(u, cfg.kappa, cfg.basis_norm)                        # (N, h, d_s, kappa)
                 phi = coefficients(B, S)                                               # (N, h, d_s, r)
-            M = separable_product(phi, cfg.eps)                                        # (N, h, r)
+                M = separable_product(phi, cfg.eps)                                    # (N, h, r)
             return merge_heads(M, p["W_out"])                                          # (N, D)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """ids (B, T) int64 -> embeddings (B, T, D) float32."""
-        if ids.numel() and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
+        checked = not torch.compiler.is_compiling() and ids.numel()             # (.item() would break a graph)
+        if checked and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
             raise ValueError(f"LEV got token ids outside [0, {self.cfg.vocab_size}): "
                              f"min {int(ids.min())}, max {int(ids.max())}. Check the tokenizer's vocab_size.")
-        flat = ids.reshape(-1)                                                         # (B*T,)
         if self.cfg.dedup:
-            uniq, inverse = torch.unique(flat, return_inverse=True)                    # (U,), (B*T,)
-            e = self.generate(uniq)[inverse]                                           # (B*T, D)
-        else:
-            e = self.generate(flat)                                                    # (B*T, D)
-        return e.view(*ids.shape, -1)                                                  # (B, T, D)
+            uniq, inverse = _unique(ids)                                               # (U,), (B, T) into uniq
+            return self.generate(uniq)[inverse]                                        # (B, T, D)
+        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                     # (B, T, D)
 
     @torch.no_grad()
-    def materialize(self, chunk_size: int = 1024) -> torch.Tensor:
-        """The whole V x D table G(0..V-1), computed in chunks; cached until a parameter changes.
+    def lookup(self, ids: torch.Tensor, chunk_size: int = 1024) -> torch.Tensor:
+        """Embeddings of ids (any shape) -> (..., D) from the materialised table, without autograd.
 
-        Parameters changed in place (optimizer.step, load_state_dict) bump their version counter, which
-        is part of the cache key, so a stale table is never returned.
+        The table is filled lazily: only rows that have been asked for are ever computed, each once,
+        so evaluating or sampling touches at most V rows and usually far fewer. Parameters changed in
+        place (optimizer.step, load_state_dict) bump their version counter, which is part of the cache
+        key, so a stale row is never returned.
         """
         key = tuple((p.data_ptr(), p._version) for p in self.parameters())
-        if self._table is None or self._table_key != key:
-            ids = torch.arange(self.cfg.vocab_size, device=self.W.device)
-            self._table = torch.cat([self.generate(ch) for ch in ids.split(chunk_size)])  # (V, D)
+        if self._table is None or self._table_key != key or self._table.device != ids.device:
+            self._table = torch.zeros(self.cfg.vocab_size, self.cfg.n_embd, device=ids.device)  # (V, D)
+            self._filled = torch.zeros(self.cfg.vocab_size, dtype=torch.bool, device=ids.device)  # (V,)
             self._table_key = key
+        flat = ids.reshape(-1)
+        missing = flat[~self._filled[flat]]                   # usually empty: then 3 cheap ops, no LEV work
+        if missing.numel():
+            missing = torch.unique(missing)
+            for chunk in missing.split(chunk_size):
+                self._table[chunk] = self.generate(chunk).to(self._table.dtype)
+            self._filled[missing] = True
+        return F.embedding(ids, self._table)
+
+    def materialize(self, chunk_size: int = 1024) -> torch.Tensor:
+        """The whole V x D table G(0..V-1), computed in chunks (e.g. to export it); cached like lookup()."""
+        self.lookup(torch.arange(self.cfg.vocab_size, device=self.W.device), chunk_size)
         return self._table
+
+
+@torch.compiler.disable
+def _unique(ids: torch.Tensor):
+    """torch.unique with the inverse map, kept out of torch.compile graphs (its output size depends on the data)."""
+    return torch.unique(ids, return_inverse=True)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Fast-path machinery: autograd Functions that save their inputs only (never phi nor gathered rows of S)
+# and recompute in backward. With q = dL/dphi (N, h, d_s, r) and S_j = S[l, p, idx_j] (the row for knot j):
+#   dL/dw_j = sum_m q_m S_j[m]        dL/dS[l, p, g] = sum_{n, j: idx_j = g} w_j q   (= B^T q, B the dense basis)
+
+def _accumulate_rows(idx, w, S):
+    """phi = sum_{j<3} w_j S[idx_j]: (N, h, d_s, 3) x2, (h, d_s, kappa, r) -> (N, h, d_s, r)."""
+    h, d_s, kappa, r = S.shape
+    rows = torch.arange(h * d_s, device=S.device).view(h, d_s, 1) * kappa + idx   # flat rows of S (h*d_s*kappa, r)
+    flat = S.reshape(-1, r)
+    phi = w[..., 0, None] * flat[rows[..., 0]]
+    for j in (1, 2):
+        phi = phi + w[..., j, None] * flat[rows[..., j]]
+    return phi
+
+
+def _accumulate_rows_backward(idx, w, S, q, grad_S):
+    """dL/dw (N, h, d_s, 3) from q = dL/dphi (N, h, d_s, r); adds dL/dS into grad_S (h, d_s, kappa, r).
+    dL/dS as a batched matmul with the dense basis (faster than index_add over repeated rows)."""
+    h, d_s, kappa, r = S.shape
+    rows = torch.arange(h * d_s, device=S.device).view(h, d_s, 1) * kappa + idx
+    flat = S.reshape(-1, r)
+    grad_w = torch.stack([(q * flat[rows[..., j]]).sum(-1) for j in range(3)], -1)      # (N, h, d_s, 3)
+    B = torch.zeros(*idx.shape[:-1], kappa, dtype=w.dtype, device=w.device).scatter_add_(-1, idx, w)
+    grad_S += torch.einsum("nlpg,nlpm->lpgm", B, q)
+    return grad_w
+
+
+class _Coefficients(torch.autograd.Function):
+    """Step 5 on the compact support, lean: saves idx, w, S; backward re-gathers the rows."""
+
+    @staticmethod
+    def forward(ctx, idx, w, S):
+        ctx.save_for_backward(idx, w, S)
+        return _accumulate_rows(idx, w, S)                                   # (N, h, d_s, r)
+
+    @staticmethod
+    def backward(ctx, q):
+        idx, w, S = ctx.saved_tensors
+        grad_S = torch.zeros_like(S)
+        grad_w = _accumulate_rows_backward(idx, w, S, q.contiguous(), grad_S)
+        return None, grad_w, grad_S
+
+
+def _chunks(N: int, S: torch.Tensor):
+    """Ranges of ids whose phi (n, h, d_s, r) holds about 2^23 numbers: bounded memory in the torch path.
+    One chunk under torch.compile (the compiler fuses phi away; a loop over a dynamic N would not trace)."""
+    if torch.compiler.is_compiling():
+        return [(0, N)]
+    h, d_s, _, r = S.shape
+    n = max(1, (1 << 23) // (h * d_s * r))
+    return [(a, min(a + n, N)) for a in range(0, N, n)] or [(0, 0)]
+
+
+class _SparseLogProduct(torch.autograd.Function):
+    """Steps 5-6 in PyTorch, chunk by chunk: (idx, w, S) -> log|M|, sign (N, h, r). Saves idx, w, S only.
+    Each chunk's phi is one batched matmul, (h*d_s) x (n, kappa) @ (kappa, r) with the chunk's dense basis
+    (faster than three gathers on the CPU). Backward: dlog|M|/dphi_p = sgn(phi_p) / (|phi_p| + eps)."""
+
+    @staticmethod
+    def forward(ctx, idx, w, S, eps):
+        h, d_s, kappa, r = S.shape
+        S_t, log_mag, sign = S.reshape(h * d_s, kappa, r), [], []
+        for a, b in _chunks(idx.shape[0], S):
+            phi = torch.bmm(_dense_basis_t(idx[a:b], w[a:b], kappa), S_t).view(h, d_s, b - a, r)  # (h, d_s, n, r)
+            sign.append(1.0 - 2.0 * (torch.signbit(phi).sum(1) % 2).to(phi.dtype))              # (h, n, r)
+            log_mag.append(torch.log(phi.abs() + eps).sum(1))                                   # (h, n, r)
+        ctx.save_for_backward(idx, w, S)
+        ctx.eps = eps
+        sign = torch.cat(sign, 1).permute(1, 0, 2)                                              # (N, h, r)
+        ctx.mark_non_differentiable(sign)
+        return torch.cat(log_mag, 1).permute(1, 0, 2), sign
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_log_mag, _):
+        idx, w, S = ctx.saved_tensors
+        h, d_s, kappa, r = S.shape
+        S_t, grad_w = S.reshape(h * d_s, kappa, r), []
+        grad_S = torch.zeros_like(S_t)                                                          # (h*d_s, kappa, r)
+        gm = grad_log_mag.permute(1, 0, 2).unsqueeze(1)                                         # (h, 1, N, r)
+        for a, b in _chunks(idx.shape[0], S):
+            B = _dense_basis_t(idx[a:b], w[a:b], kappa)                                         # (h*d_s, n, kappa)
+            phi = torch.bmm(B, S_t).view(h, d_s, b - a, r)                                      # recomputed
+            q = (gm[:, :, a:b] * torch.sgn(phi) / (phi.abs() + ctx.eps)).view(h * d_s, b - a, r)  # dL/dphi
+            grad_B = torch.bmm(q, S_t.transpose(1, 2)).view(h, d_s, b - a, kappa)
+            grad_w.append(grad_B.permute(2, 0, 1, 3).gather(-1, idx[a:b]))                      # (n, h, d_s, 3)
+            grad_S.baddbmm_(B.transpose(1, 2), q)
+        return None, torch.cat(grad_w), grad_S.view_as(S), None
+
+
+def _dense_basis_t(idx, w, kappa):
+    """The dense basis of (idx, w) (n, h, d_s, 3), laid out for bmm: (h*d_s, n, kappa). scatter_add, since
+    a knot clamped at the grid's end repeats an index (with weight 0)."""
+    n, h, d_s, _ = idx.shape
+    B = torch.zeros(n, h, d_s, kappa, dtype=w.dtype, device=w.device).scatter_add_(-1, idx, w)
+    return B.permute(1, 2, 0, 3).reshape(h * d_s, n, kappa)
+
+
+_CPP = {}   # the built C++ extension (None if it could not be built), once per process
+
+
+def _cpp_kernel(required: bool = True):
+    """lev_kernel.cpp, compiled on first use by torch.utils.cpp_extension (about 30 s, then cached on disk in
+    ~/.cache/torch_extensions under a name tied to this CPU, since it is built with -march=native)."""
+    if "ext" not in _CPP:
+        try:
+            from torch.utils.cpp_extension import load
+            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lev_kernel.cpp")
+            tag = f"{platform.machine()}_{zlib.crc32(_cpu_flags().encode()):08x}"
+            # -ffast-math is a compile flag only: linked with it, gcc < 13 would set flush-to-zero process-wide
+            _CPP["ext"] = load(name=f"lev_kernel_{tag}", sources=[src], verbose=False,
+                               extra_cflags=["-O3", "-march=native", "-ffast-math", "-fopenmp-simd",
+                                             "-mprefer-vector-width=512"])
+            _CPP["error"] = None
+        except Exception as err:                                             # no compiler, no ninja, ...
+            _CPP["ext"], _CPP["error"] = None, f"{type(err).__name__}: {str(err)[-300:]}"
+            warnings.warn(f"LEV: could not build the C++ kernel lev_kernel.cpp ({_CPP['error']}); using the "
+                          f"slower PyTorch path (kernel='torch'). It needs a C++ compiler and ninja "
+                          f"(pip install ninja).")
+    if required and _CPP["ext"] is None:
+        raise RuntimeError(f"LEVConfig.kernel='cpp' needs the C++ kernel lev_kernel.cpp, which could not be built "
+                           f"({_CPP['error']}). Install a C++ compiler and ninja (pip install ninja), or use "
+                           f"kernel='torch'.")
+    return _CPP["ext"]
+
+
+def _cpu_flags() -> str:
+    """The CPU's feature flags (Linux), so a kernel built with -march=native is not reused on another CPU."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line for line in f if line.startswith("flags")), platform.processor())
+    except OSError:
+        return platform.processor()
+
+
+def _log_group(eps: float, dtype: torch.dtype) -> int:
+    """How many factors |phi| + eps >= eps the C++ kernel multiplies before one log: eps^group must not
+    underflow (float32, eps = 1e-9: 4, products >= 1e-36; they overflow only if four |phi| all exceed 1e9)."""
+    if not 0 < eps < 1:
+        return 1
+    return max(1, min(16, int(math.log(torch.finfo(dtype).tiny) / math.log(eps))))
+
+
+# The C++ kernel as custom ops, so torch.compile sees opaque calls (no graph break) with these shapes.
+@torch.library.custom_op("lev::spline_product", mutates_args=(), device_types="cpu")
+def _cpp_spline_product(u: torch.Tensor, S: torch.Tensor, normalize: bool, eps: float) -> torch.Tensor:
+    """Steps 4-6: u (N, h, d_s), S (h, d_s, kappa, r) -> M (N, h, r)."""
+    return _cpp_kernel().spline_fwd(u, S, normalize, eps, _log_group(eps, S.dtype))
+
+
+@torch.library.custom_op("lev::spline_product_backward", mutates_args=(), device_types="cpu")
+def _cpp_spline_product_backward(u: torch.Tensor, S: torch.Tensor, grad_M: torch.Tensor, M: torch.Tensor,
+                                 normalize: bool, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """dL/du (N, h, d_s), dL/dS (h, d_s, kappa, r) from dL/dM and M (N, h, r)."""
+    grad_u, grad_S = _cpp_kernel().spline_bwd(u, S, grad_M, M, normalize, eps)
+    return grad_u, grad_S
+
+
+@_cpp_spline_product.register_fake
+def _(u, S, normalize, eps):
+    return S.new_empty(u.shape[0], S.shape[0], S.shape[-1])
+
+
+@_cpp_spline_product_backward.register_fake
+def _(u, S, grad_M, M, normalize, eps):
+    return torch.empty_like(u), torch.empty_like(S)
+
+
+def _cpp_setup_context(ctx, inputs, output):
+    u, S, normalize, eps = inputs
+    ctx.save_for_backward(u, S, output)
+    ctx.normalize, ctx.eps = normalize, eps
+
+
+def _cpp_backward(ctx, grad_M):
+    u, S, M = ctx.saved_tensors
+    grad_u, grad_S = _cpp_spline_product_backward(u, S, grad_M.contiguous(), M, ctx.normalize, ctx.eps)
+    return grad_u, grad_S, None, None
+
+
+_cpp_spline_product.register_autograd(_cpp_backward, setup_context=_cpp_setup_context)
 
 
 # ----------------------------------------------------------------------------------------------------

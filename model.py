@@ -230,9 +230,10 @@ class GPT(nn.Module):
 
     # -- embeddings --------------------------------------------------------------------------------
     def embed(self, idx):
-        """ids (B, T) -> (B, T, D). In eval mode without gradients, LEV reads its materialised table."""
+        """ids (B, T) -> (B, T, D). In eval mode without gradients, LEV reads its materialised table
+        (filled lazily, row by row as ids are first seen; rebuilt when the weights change)."""
         if isinstance(self.wte, LEV) and not self.training and not torch.is_grad_enabled():
-            return F.embedding(idx, self.wte.materialize())
+            return self.wte.lookup(idx)
         return self.wte(idx)
 
     def forward(self, idx, targets=None, reduction="mean", last_only=False):

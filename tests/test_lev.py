@@ -174,8 +174,14 @@ def test_materialize_equals_direct_and_refreshes():
     assert table.shape == (97, 6)
     torch.testing.assert_close(table, lev(torch.arange(97)[None])[0])
     assert lev.materialize() is table                        # cached while the weights are unchanged
+    calls = []
+    lev.generate = lambda ids, f=lev.generate: calls.append(ids.numel()) or f(ids)
+    lev.lookup(torch.tensor([[3, 5, 3]]))
+    assert calls == []                                       # every row already there: no LEV work
     with torch.no_grad():
         lev.W_out.mul_(2.0)                                  # in-place change, like optimizer.step()
+    torch.testing.assert_close(lev.lookup(torch.tensor([4, 4, 9])), 2 * table[[4, 4, 9]])
+    assert calls == [2]                                      # only the two distinct ids were computed
     table2 = lev.materialize()
     torch.testing.assert_close(table2, 2 * table)
 

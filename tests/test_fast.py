@@ -1,0 +1,291 @@
+"""LEV's fast paths against the slow per-token reference and the plain path: values and gradients.
+
+Fast paths: dedup (each distinct id once), steps 4-6 fused on the compact support (C++ kernel "cpp" and the
+chunked PyTorch path "torch"), torch.compile, and the materialised table. Plus bench.py end to end.
+"""
+import json
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+
+import lev as lev_module
+from lev import (LEV, LEVConfig, bspline_basis, coefficients, coefficients_sparse, bspline_basis_sparse,
+                 separable_product, spline_product)
+from test_lev import SMALL, reference_lev
+
+
+def cpp_available():
+    return lev_module._cpp_kernel(required=False) is not None
+
+
+KERNELS = ["torch", pytest.param("cpp", marks=pytest.mark.skipif(not cpp_available(), reason="no C++ compiler"))]
+
+
+def plain(u, S, normalize=True, eps=1e-9):
+    """Steps 4-6 as written (dense basis, dense contraction, log-space product), under plain autograd."""
+    return separable_product(coefficients(bspline_basis(u, S.shape[2], normalize), S), eps)
+
+
+def hard_u(kappa, dtype=torch.float64):
+    """u on and next to every knot, half-way between knots, and at both ends of the unit interval."""
+    knots = torch.arange(kappa, dtype=dtype) / (kappa - 1)
+    half = (torch.arange(kappa - 1, dtype=dtype) + 0.5) / (kappa - 1)
+    tiny = 1e-7
+    u = torch.cat([knots, knots + tiny, knots - tiny, half, half + tiny, half - tiny,
+                   torch.tensor([0.0, 1.0, tiny, 1 - tiny, 1e-12, 1 - 1e-12], dtype=dtype)])
+    return u.clamp(0, 1)
+
+
+def grads(out, inputs, seed=0):
+    g = torch.randn(out.shape, generator=torch.Generator().manual_seed(seed), dtype=out.dtype)
+    return torch.autograd.grad((out * g).sum(), inputs)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Steps 4-6 fused == steps 4, 5, 6 as written
+
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("normalize", [True, False])
+@pytest.mark.parametrize("kappa", [2, 3, 5, 16])
+def test_spline_product_matches_plain_on_knots_and_ends(kernel, normalize, kappa):
+    torch.manual_seed(0)
+    u0 = hard_u(kappa)
+    n = 3 * 4                                                # (N, h=3, d_s=4) filled with the hard values
+    reps = math.ceil(n * 5 / u0.numel())
+    u = u0.repeat(reps)[torch.randperm(u0.numel() * reps)][: 5 * n].view(5, 3, 4).clone().requires_grad_()
+    S = (1 + 0.3 * torch.randn(3, 4, kappa, 6, dtype=torch.float64)).requires_grad_()
+    ref = plain(u, S, normalize)
+    out = spline_product(u, S, normalize, 1e-9, kernel)
+    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-12)
+    for g, gr in zip(grads(out, [u, S]), grads(ref, [u, S])):
+        torch.testing.assert_close(g, gr, rtol=1e-9, atol=1e-10)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_spline_product_negative_factors_and_signs(kernel):
+    """S far from 1: many phi < 0 (the sign of M) and some near 0 (where eps matters); float64."""
+    torch.manual_seed(1)
+    u = torch.rand(7, 2, 9, dtype=torch.float64, requires_grad=True)
+    S = (0.2 + torch.randn(2, 9, 5, 4, dtype=torch.float64)).requires_grad_()
+    ref = plain(u, S)
+    assert (ref < 0).any() and (ref > 0).any()
+    out = spline_product(u, S, True, 1e-9, kernel)
+    torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-12)
+    for g, gr in zip(grads(out, [u, S]), grads(ref, [u, S])):
+        torch.testing.assert_close(g, gr, rtol=1e-7, atol=1e-9)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_spline_product_float32_and_many_dims(kernel):
+    """The reference config's inner sizes (d_s = 128 factors, r = 64, kappa = 16) in float32: the fused
+    path's error against a float64 computation is no worse than the plain float32 path's own error."""
+    torch.manual_seed(2)
+    u = torch.rand(6, 2, 128, requires_grad=True)
+    S = (1 + 0.1 * torch.randn(2, 128, 16, 64)).requires_grad_()
+    u64, S64 = u.detach().double().requires_grad_(), S.detach().double().requires_grad_()
+    truth = plain(u64, S64)
+    rel = lambda a, b: ((a.double() - b).abs().max() / b.abs().max()).item()
+    for out, ins in ((spline_product(u, S, True, 1e-9, kernel), [u, S]), (plain(u, S), [u, S])):
+        assert rel(out, truth) < 1e-5
+    g_fast = grads(spline_product(u, S, True, 1e-9, kernel), [u, S])
+    g_plain = grads(plain(u, S), [u, S])
+    for gf, gp, gt in zip(g_fast, g_plain, grads(truth, [u64, S64])):
+        assert rel(gf, gt) < max(3 * rel(gp, gt), 1e-5), (rel(gf, gt), rel(gp, gt))
+
+
+def test_log_group_cannot_underflow():
+    for dtype in (torch.float32, torch.float64):
+        for eps in (1e-9, 1e-6, 1e-12, 1e-30):
+            g = lev_module._log_group(eps, dtype)
+            assert g >= 1 and eps ** g >= torch.finfo(dtype).tiny
+    assert lev_module._log_group(0.0, torch.float32) == 1
+
+
+# ----------------------------------------------------------------------------------------------------
+# gradcheck of the custom autograd Functions and the C++ op
+
+def test_gradcheck_lean_coefficients():
+    torch.manual_seed(0)
+    u = torch.rand(3, 2, 4, dtype=torch.float64)
+    idx, w = bspline_basis_sparse(u, 5)
+    w = w.detach().requires_grad_()
+    S = (1 + 0.1 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()
+    assert torch.autograd.gradcheck(lambda w_, S_: coefficients_sparse(idx, w_, S_), (w, S))
+
+
+def test_gradcheck_sparse_log_product():
+    torch.manual_seed(0)
+    u = torch.rand(3, 2, 4, dtype=torch.float64)
+    idx, w = bspline_basis_sparse(u, 5)
+    w = w.detach().requires_grad_()
+    S = (1 + 0.1 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()
+    assert torch.autograd.gradcheck(lambda w_, S_: lev_module._SparseLogProduct.apply(idx, w_, S_, 1e-9)[0], (w, S))
+
+
+@pytest.mark.skipif(not cpp_available(), reason="no C++ compiler")
+@pytest.mark.parametrize("normalize", [True, False])
+def test_gradcheck_cpp_kernel(normalize):
+    torch.manual_seed(0)
+    u = (0.02 + 0.96 * torch.rand(3, 2, 4, dtype=torch.float64)).requires_grad_()
+    S = (1 + 0.1 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()
+    assert torch.autograd.gradcheck(lambda u_, S_: spline_product(u_, S_, normalize, 1e-9, "cpp"), (u, S))
+
+
+@pytest.mark.skipif(not cpp_available(), reason="no C++ compiler")
+def test_cpp_custom_op_registration():
+    """Schema, fake (meta) implementation and autograd registration of the op torch.compile sees."""
+    u = torch.rand(3, 2, 4, dtype=torch.float64, requires_grad=True)
+    S = (1 + 0.1 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()
+    torch.library.opcheck(lev_module._cpp_spline_product, (u, S, True, 1e-9))
+
+
+@pytest.mark.skipif(not cpp_available(), reason="no C++ compiler")
+def test_cpp_kernel_leaves_denormals_alone():
+    """Built with -ffast-math as a compile flag only: loading it must not turn on flush-to-zero."""
+    spline_product(torch.rand(2, 1, 3), 1 + torch.zeros(1, 3, 4, 2), kernel="cpp")
+    assert (torch.tensor(1e-40) * torch.tensor(1.0)).item() > 0
+
+
+# ----------------------------------------------------------------------------------------------------
+# Whole LEV: every combination of fast paths == the slow per-token reference (float64)
+
+PATHS = {
+    "plain": dict(dedup=False, sparse_basis=False),
+    "dedup_dense": dict(dedup=True, sparse_basis=False),
+    "fused_torch": dict(dedup=False, sparse_basis=True, kernel="torch"),
+    "dedup_fused_torch": dict(dedup=True, sparse_basis=True, kernel="torch"),
+    "fused_cpp": dict(dedup=False, sparse_basis=True, kernel="cpp"),
+    "dedup_fused_cpp": dict(dedup=True, sparse_basis=True, kernel="cpp"),
+}
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("variant", [{}, dict(basis_norm=False), dict(seed_ln=False, temperature=1.0)], ids=str)
+def test_lev_paths_match_reference(path, variant):
+    if PATHS[path].get("kernel") == "cpp" and not cpp_available():
+        pytest.skip("no C++ compiler")
+    torch.manual_seed(0)
+    cfg = replace(SMALL, **PATHS[path], **variant)
+    lev = LEV(cfg).double()
+    with torch.no_grad():
+        lev.codebooks.mul_(40.0)                             # spread u over every knot region
+        if lev.ln_bias is not None:
+            lev.ln_bias[0, :2] = torch.tensor([40.0, -40.0])  # two seed dims pinned at the cube's ends
+    V = cfg.vocab_size
+    ids = torch.tensor([[0, V - 1, 7, 7, 0], [13, V - 1, 7, 28, 0]])   # repeats, first and last id
+    torch.set_default_dtype(torch.float64)
+    try:
+        ref = reference_lev(lev, ids)
+        out = lev(ids)
+    finally:
+        torch.set_default_dtype(torch.float32)
+    torch.testing.assert_close(out, ref, rtol=1e-7, atol=1e-9)
+    params = list(lev.parameters())
+    for (name, _), g, gr in zip(lev.named_parameters(), grads(out, params), grads(ref, params)):
+        torch.testing.assert_close(g, gr, rtol=1e-7, atol=1e-9, msg=lambda m: f"grad of {name}: {m}")
+
+
+@pytest.mark.parametrize("path", [p for p in PATHS if p != "plain"])
+def test_fast_paths_match_plain_on_a_zipf_batch(path):
+    """float32, a batch with many repeats (Zipf ids): each fast path == the plain path, values and grads."""
+    if PATHS[path].get("kernel") == "cpp" and not cpp_available():
+        pytest.skip("no C++ compiler")
+    cfg = LEVConfig(vocab_size=5000, n_embd=24, d_seed=16, heads=2, kappa=8, rank=8)
+    g = torch.Generator().manual_seed(0)
+    ids = torch.multinomial(1.0 / (torch.arange(5000.0) + 2.7), 4 * 64, replacement=True, generator=g).view(4, 64)
+    ids[0, :2] = torch.tensor([0, 4999])
+    torch.manual_seed(0)
+    slow = LEV(replace(cfg, **PATHS["plain"]))
+    fast = LEV(replace(cfg, **PATHS[path]))
+    fast.load_state_dict(slow.state_dict())
+    out_s, out_f = slow(ids), fast(ids)
+    torch.testing.assert_close(out_f, out_s, rtol=1e-5, atol=1e-6)
+    for gf, gs in zip(grads(out_f, list(fast.parameters())), grads(out_s, list(slow.parameters()))):
+        torch.testing.assert_close(gf, gs, rtol=1e-3, atol=1e-4 * gs.abs().max().item())   # float32 sums
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_materialised_table_matches_direct(kernel):
+    torch.manual_seed(0)
+    lev = LEV(replace(SMALL, vocab_size=97, kernel=kernel))
+    ids = torch.tensor([[0, 96, 5, 5, 40]])
+    torch.testing.assert_close(lev.lookup(ids), lev(ids), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(lev.materialize(), lev(torch.arange(97)[None])[0], rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_float32_inside_bf16_autocast(kernel):
+    """LEV's math stays float32 under bf16 autocast (a bf16 knot grid would break the spline)."""
+    torch.manual_seed(0)
+    lev = LEV(replace(SMALL, vocab_size=97, kernel=kernel))
+    ids = torch.tensor([[0, 96, 5, 5, 40]])
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = lev(ids)
+    assert out.dtype == torch.float32
+    torch.testing.assert_close(out, lev(ids))
+
+
+def test_no_compiler_falls_back_to_torch_and_cpp_says_why(monkeypatch):
+    monkeypatch.setattr(lev_module, "_CPP", {"ext": None, "error": "RuntimeError: no compiler here"})
+    u = torch.rand(2, 1, 3, dtype=torch.float64, requires_grad=True)
+    S = 1 + 0.1 * torch.randn(1, 3, 4, 2, dtype=torch.float64)
+    torch.testing.assert_close(spline_product(u, S, kernel="auto"), plain(u, S))
+    with pytest.raises(RuntimeError, match="could not be built"):
+        spline_product(u, S, kernel="cpp")
+    with pytest.raises(ValueError, match="kernel"):
+        LEVConfig(kernel="fast")
+
+
+# ----------------------------------------------------------------------------------------------------
+# torch.compile
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_compiled_lev_equals_eager(kernel):
+    torch._dynamo.reset()
+    torch.manual_seed(0)
+    lev = LEV(LEVConfig(vocab_size=1000, n_embd=16, d_seed=8, heads=2, kappa=6, rank=4, kernel=kernel))
+    compiled = torch.compile(lev)
+    for T in (7, 9):                                         # two shapes: recompiles must stay correct too
+        ids = torch.randint(0, 1000, (2, T), generator=torch.Generator().manual_seed(T))
+        ids[0, :3] = torch.tensor([0, 999, 0])
+        out_c = compiled(ids)
+        out_e = lev(ids)
+        torch.testing.assert_close(out_c, out_e, rtol=1e-5, atol=1e-7)
+        params = list(lev.parameters())
+        for gc, ge in zip(grads(out_c, params), grads(out_e, params)):
+            torch.testing.assert_close(gc, ge, rtol=1e-4, atol=1e-6)
+
+
+# ----------------------------------------------------------------------------------------------------
+# bench.py
+
+def test_bench_runs_end_to_end(tmp_path):
+    import bench
+    out = tmp_path / "bench.json"
+    res = bench.main(["--tiny", "--reps", "1", "--memory", "none", "--json", str(out)])
+    data = json.loads(out.read_text())
+    assert data["lev"].keys() == res["lev"].keys() and "naive" in data["lev"]
+    for r in data["lev"].values():
+        assert r["ms"] > 0 and r["speedup_vs_naive"] > 0
+    assert list(data["arms"]) == ["tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp"]
+    for r in data["arms"].values():
+        for key in ("step_ms", "step_vs_tied", "sample_tok_s", "sample_vs_tied", "mfu", "flops_per_token"):
+            assert r[key] > 0, key
+    assert data["arms"]["tied"]["step_vs_tied"] == 1.0
+    assert data["peak_flops"] > 0 and data["config"]["unique_ids"] > 0
+
+
+def test_bench_memory_probe():
+    import bench
+    a = bench.parse_args(["--tiny"])
+    assert bench.measure_memory(a, ["--tiny"], "train:tied") > 0
+
+
+def test_bench_bad_arm_is_a_clear_error(capsys):
+    import bench
+    with pytest.raises(SystemExit):
+        bench.parse_args(["--arms", "tied,nope"])
+    assert "unknown arm" in capsys.readouterr().err
