@@ -1,0 +1,244 @@
+"""Tests of eval.py and plots.py: frequency buckets, bootstrap, token efficiency, LAMBADA scoring, plots,
+and an end-to-end evaluation of tiny trained runs.
+
+    python -m pytest tests/test_eval.py -q            # ~30 s on 2 CPU cores, no network
+"""
+import gzip
+import json
+import math
+import os
+
+import numpy as np
+import pytest
+import torch
+import torch.nn as nn
+
+import eval as ev
+import plots
+from data import prepare
+from data.tokenizers import get_tokenizer
+from lev import LEV, LEVConfig
+
+PNG = b"\x89PNG\r\n\x1a\n"
+
+
+def is_png(path, min_kb=5):
+    with open(path, "rb") as f:
+        return f.read(8) == PNG and os.path.getsize(path) > min_kb * 1024
+
+
+# ----------------------------------------------------------------------------- buckets and bootstrap
+def test_buckets_on_a_hand_made_example():
+    counts = np.array([60_000_000, 30_000_000, 9_000_000, 998_000, 1000, 900, 90, 9, 1, 0])  # sums to 1e8
+    assert counts.sum() == 10 ** 8
+    # relative frequencies .6 .3 .09 .00998 | 1e-5 | 9e-6 | 9e-7 | 9e-8 1e-8 | 0 (an edge belongs to the bucket above it)
+    got = ev.assign_buckets(np.arange(10), counts, ev.DEFAULT_EDGES)
+    assert got.tolist() == [0, 0, 0, 0, 1, 2, 3, 4, 4, 5]
+    assert ev.bucket_names(ev.DEFAULT_EDGES) == [">=1e-04", "[1e-05,1e-04)", "[1e-06,1e-05)", "[1e-07,1e-06)",
+                                                 "<1e-07 seen", "unseen"]
+    targets = np.array([[9, 0, 4], [4, 4, 7]])                                # any shape
+    assert ev.assign_buckets(targets, counts, ev.DEFAULT_EDGES).tolist() == [[5, 0, 1], [1, 1, 4]]
+
+
+def test_bucket_losses_weighted_by_positions_add_back_to_the_overall_loss():
+    rng = np.random.default_rng(0)
+    losses, buckets = rng.exponential(3.0, size=(7, 11)), rng.integers(0, 6, size=(7, 11))
+    sums, counts = ev.window_sums(losses, buckets, 6)                         # (7, 7) each: 6 buckets + all
+    assert counts[:, :6].sum() == 77 and np.array_equal(counts[:, 6], np.full(7, 11.0))
+    per_bucket = ev.mean_loss(sums, counts)
+    overall = np.nansum(per_bucket[:6] * counts.sum(0)[:6]) / counts.sum(0)[:6].sum()
+    assert overall == pytest.approx(losses.mean()) == pytest.approx(per_bucket[6])
+    for b in range(6):
+        assert per_bucket[b] == pytest.approx(losses[buckets == b].mean())
+
+
+def test_bootstrap_interval_contains_the_estimate_and_is_deterministic():
+    rng = np.random.default_rng(1)
+    W, T = 40, 16
+    base = rng.exponential(3.0, size=(W, T))
+    run = base * rng.uniform(0.8, 1.0, size=(W, T))                           # better on every position
+    buckets = rng.integers(0, 3, size=(W, T))
+    buckets[:, 0] = 0
+    buckets[buckets == 2] = 1                                                 # bucket 2 stays empty
+    s_run, counts = ev.window_sums(run, buckets, 3)
+    s_base, _ = ev.window_sums(base, buckets, 3)
+    est = np.exp(ev.mean_loss(s_run, counts) - ev.mean_loss(s_base, counts)) - 1
+    lo, hi = ev.bootstrap_rel_change(s_run, s_base, counts, n_boot=300, seed=5)
+    for c in (0, 1, 3):
+        assert lo[c] <= est[c] <= hi[c] and hi[c] < 0                         # a real improvement, CI below 0
+    assert np.isnan(lo[2]) and np.isnan(hi[2]) and np.isnan(est[2])
+    lo2, hi2 = ev.bootstrap_rel_change(s_run, s_base, counts, n_boot=300, seed=5)
+    assert np.array_equal(lo, lo2, equal_nan=True) and np.array_equal(hi, hi2, equal_nan=True)
+    lo3, _ = ev.bootstrap_rel_change(s_run, s_base, counts, n_boot=300, seed=6)
+    assert not np.array_equal(lo, lo3, equal_nan=True)
+    same_lo, same_hi = ev.bootstrap_rel_change(s_base, s_base, counts, n_boot=50)
+    assert np.allclose(same_lo[[0, 1, 3]], 0) and np.allclose(same_hi[[0, 1, 3]], 0)
+
+
+# ----------------------------------------------------------------------------- token efficiency
+def write_log(path, series):
+    with open(path, "w") as f:
+        for events in series:
+            for step, tokens, loss in events:
+                f.write(json.dumps(dict(event="eval", step=step, val_loss=loss, tokens=tokens, elapsed_s=step / 10)) + "\n")
+                f.write(json.dumps(dict(event="train", step=step, loss=loss + 0.1, tokens=tokens)) + "\n")
+
+
+def test_token_efficiency_on_synthetic_logs(tmp_path):
+    log = tmp_path / "log.jsonl"
+    old = [(0, 0, 11.0), (10, 1000, 9.0)]                                     # an earlier run into the same folder
+    new = [(0, 0, 10.0), (1, 100, 6.0), (2, 200, 4.0), (3, 300, 3.0)]
+    write_log(log, [old, new[:3], [new[2]], new[3:]])                         # ... then a resume repeating step 2
+    with open(log, "a") as f:
+        f.write('{"event": "eval", "step": 4, "val_l')                        # a line cut by a crash
+    evals, trains = ev.read_log(str(log))
+    assert [(e["step"], e["val_loss"]) for e in evals] == [(s, l) for s, _, l in new]
+    assert [e["step"] for e in trains] == [0, 1, 2, 3]
+    assert ev.tokens_to_reach(evals, 5.0) == pytest.approx(150.0)             # halfway between 6.0 and 4.0
+    assert ev.tokens_to_reach(evals, 3.0) == pytest.approx(300.0)
+    assert ev.tokens_to_reach(evals, 10.5) == 0.0                             # reached at the first point
+    assert ev.tokens_to_reach(evals, 2.9) is None                             # never reached
+    assert ev.tokens_to_reach([], 1.0) is None
+
+
+# ----------------------------------------------------------------------------- LAMBADA scoring
+class Oracle(nn.Module):
+    """A stub LM that predicts token (i + 1) mod V after token i with logit 10 (0 elsewhere)."""
+
+    def __init__(self, V=257, block_size=8):
+        super().__init__()
+        self.V, self.cfg = V, type("Cfg", (), dict(block_size=block_size, vocab_size=V))()
+        self.calls = []
+
+    def forward(self, idx, targets=None, reduction="mean"):
+        assert idx.shape[1] <= self.cfg.block_size
+        self.calls.append(idx.clone())
+        return 10.0 * nn.functional.one_hot((idx + 1) % self.V, self.V).float(), None
+
+
+def test_lambada_scoring_with_an_oracle_model(tmp_path):
+    tok = get_tokenizer("byte")
+    items = [("abc", "de"), ("abc", "dx"), ("0123456789abcdefghij", "klm"), ("qrs", "t")]
+    model = Oracle(block_size=8)                                              # item 3 is left-cropped
+    res = ev.lambada(model, tok, items, block_size=8, batch_size=3)
+    assert res["items"] == 4 and res["tokens"] == 8 and res["accuracy"] == 0.75
+    z = math.log(math.exp(10) + 256)                                          # log-partition of every row
+    nll = 7 * (z - 10) + z                                                    # 7 right tokens, 'x' wrong
+    assert res["ppl"] == pytest.approx(math.exp(nll / 8))
+    assert res["word_ppl"] == pytest.approx(math.exp(nll / 4))
+    assert max(c.shape[1] for c in model.calls) == 8
+    assert tok.decode(model.calls[0][2].tolist()) == "efghijkl"               # the last 9 tokens, minus the last
+    path = tmp_path / "requests.jsonl.gz"
+    with gzip.open(path, "wt") as f:
+        for c, k in items:
+            f.write(json.dumps(dict(request=dict(context=c, continuation=k))) + "\n")
+    assert ev.read_lambada(str(path)) == items and ev.read_lambada(str(path), limit=2) == items[:2]
+    found = ev.lambada_file()
+    assert found is None or found.endswith("requests.jsonl.gz") and os.path.exists(found)
+
+
+# ----------------------------------------------------------------------------- plots (units)
+def test_plots_of_a_tiny_lev_and_random_tables(tmp_path):
+    torch.manual_seed(0)
+    lev = LEV(LEVConfig(vocab_size=300, n_embd=16, d_seed=8, heads=2, kappa=6, rank=4))
+    assert is_png(plots.plot_lev_basis(lev, str(tmp_path / "basis.png")))
+    counts = np.r_[np.arange(200), np.zeros(100, dtype=int)]
+    tables = {"a": torch.randn(300, 16), "b": torch.randn(300, 16) + 3.0}
+    assert is_png(plots.plot_embeddings(tables, counts, str(tmp_path / "emb.png"), pairs=500, sample=50))
+    ids, sims = plots.neighbours(tables["a"], [0, 5], k=3)
+    assert ids.shape == (2, 3) and (ids[0] != 0).all() and (sims[:, :-1] >= sims[:, 1:]).all()
+    picked = plots.pick_tokens(counts, get_tokenizer("byte"), n=2)
+    assert len(picked["frequent"]) == len(picked["rare"]) == 2 and all(counts[i] == 0 for i in picked["unseen"])
+
+
+def test_params_report_reproduces_the_spec(capsys):
+    ev.main(["params", "--vocab-size", "50257", "--n-embd", "768", "--n-layer", "12", "--n-head", "12"])
+    out = capsys.readouterr().out
+    assert "3*37*128 + 8*(128*128 + 256 + 128*16*64 + 64*768) = 1,589,120" in out
+    assert "LEV overhead vs tied: +1,589,120 parameters" in out
+    for emb in ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp"):
+        assert f"\n{emb} " in out
+
+
+# ----------------------------------------------------------------------------- end to end
+TINY = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "32", "--lev-d-seed", "8",
+        "--lev-heads", "2", "--lev-kappa", "6", "--lev-rank", "4", "--max-iters", "6", "--eval-interval", "3",
+        "--sample-tokens", "0", "--batch-size", "4", "--eval-iters", "2"]
+
+
+def make_text(seed, n_words=2500):
+    rng = np.random.default_rng(seed)
+    words = ["the", "cat", "sat", "on", "a", "mat", "and", "then", "ran", "off", "zebra", "quokka", "xylophone"]
+    p = np.array([30, 10, 8, 8, 12, 6, 9, 5, 4, 4, 1, 1, 1], dtype=float)
+    w = rng.choice(words, size=n_words, p=p / p.sum())
+    return "\n".join(" ".join(w[i:i + 12]) for i in range(0, n_words, 12)) + "\n"
+
+
+@pytest.fixture(scope="module")
+def tiny_runs(tmp_path_factory):
+    """Byte-level datasets (train + zero-shot + a char one) and runs tied_s1, tied_s2, lev_s1."""
+    import train
+    root = tmp_path_factory.mktemp("eval_e2e")
+    for name, seed, tok in (("main", 0, "byte"), ("other", 1, "byte"), ("chars", 0, "char")):
+        (root / f"{name}.txt").write_text(make_text(seed) if name != "other" else make_text(1).upper())
+        prepare.main(["text", "--input", str(root / f"{name}.txt"), "--out-dir", str(root / name),
+                      "--tokenizer", tok, "--workers", "1"])
+    for emb, seed in (("tied", 1), ("tied", 2), ("lev", 1)):
+        out = root / f"{emb}_s{seed}"
+        assert train.main([f"--emb={emb}", f"--seed={seed}", "--dataset", str(root / "main"),
+                           "--out-dir", str(out)] + TINY)["status"] == "done"
+    return root
+
+
+@pytest.mark.slow
+def test_end_to_end_evaluation_json_and_plots(tiny_runs, capsys):
+    r = tiny_runs
+    runs = [str(r / n) for n in ("tied_s1", "tied_s2", "lev_s1")]
+    with gzip.open(r / "lambada.jsonl.gz", "wt") as f:
+        for c, k in (("the cat sat on a", " mat"), ("then the cat ran", " off"), ("a zebra and a", " quokka")):
+            f.write(json.dumps(dict(request=dict(context=c, continuation=k))) + "\n")
+    res = ev.main(["--runs", *runs, "--dataset", str(r / "main"), str(r / "other"), "--bootstrap", "50",
+                   "--json", str(r / "eval.json"), "--plots", str(r / "plots"),
+                   "--lambada", "--lambada-file", str(r / "lambada.jsonl.gz"), "--lambada-limit", "2"])
+    out = capsys.readouterr().out
+    saved = json.loads((r / "eval.json").read_text())
+    assert saved["baseline"] == "tied" and saved["group_rule"] == "name" and saved["train_tokens"] > 1000
+    assert set(saved["groups"]) == {"tied", "lev"} and saved["groups"]["tied"]["runs"] == ["tied_s1", "tied_s2"]
+    main, other = saved["datasets"]
+    assert not main["zero_shot"] and other["zero_shot"]
+    for d in (main, other):
+        assert len(d["positions"]) == 7 and d["positions"][-1] == sum(d["positions"][:-1]) == d["windows"] * 32
+        for lab in ("tied_s1", "tied_s2", "lev_s1"):
+            e = d["runs"][lab]
+            assert e["ppl"] == pytest.approx(math.exp(e["loss"])) and len(e["buckets"]) == 6
+            used = [b for b in e["buckets"] if b["positions"]]
+            assert sum(b["loss"] * b["positions"] for b in used) / d["positions"][-1] == pytest.approx(e["loss"])
+        g = d["groups"]["tied"]
+        assert g["n"] == 2 and g["ppl_std"] > 0 and g["rel_change"] == pytest.approx(0, abs=1e-12)
+        lev = d["groups"]["lev"]
+        assert lev["ci"][0] <= lev["rel_change"] <= lev["ci"][1]
+    assert main["runs"]["tied_s1"]["buckets"][5]["positions"] == 0        # every byte of main's val was seen
+    assert other["runs"]["tied_s1"]["buckets"][5]["positions"] > 0        # upper case: never seen in training
+    runs_json = {x["label"]: x for x in saved["runs"]}
+    assert runs_json["lev_s1"]["efficiency"]["ratio"] is None or runs_json["lev_s1"]["efficiency"]["ratio"] > 0
+    assert runs_json["tied_s1"]["step"] == 6 and runs_json["lev_s1"]["emb"] == "lev"
+    assert "token efficiency" in out and "perplexity by the target's relative frequency" in out
+    assert saved["lambada"]["items"] == 2 and 0 <= runs_json["lev_s1"]["lambada"]["accuracy"] <= 1
+    assert saved["groups"]["tied"]["lambada_accuracy"]["std"] >= 0
+    for name in ("curves.png", "buckets.png", "lev_basis.png", "embeddings.png"):
+        assert is_png(r / "plots" / name), name
+    assert "top-5 cosine neighbours" in (r / "plots" / "neighbours.txt").read_text()
+    assert res["plots"] == saved["plots"]
+
+
+@pytest.mark.slow
+def test_errors_are_sentences(tiny_runs, tmp_path):
+    r = tiny_runs
+    with pytest.raises(ValueError, match=r"trained with the tokenizer byte \(V=257\).*--tokenizer byte"):
+        ev.main(["--runs", str(r / "tied_s1"), "--dataset", str(r / "chars"), "--json", str(tmp_path / "x.json")])
+    with pytest.raises(FileNotFoundError, match="no checkpoint at"):
+        ev.main(["--runs", str(tmp_path / "nothing")])
+    with pytest.raises(SystemExit):
+        ev.main(["--runs", str(r / "tied_s1"), "--edges", "1e-4", "-1"])
+    with pytest.raises(FileNotFoundError, match="LAMBADA file"):
+        ev.main(["--runs", str(r / "lev_s1"), "--lambada-file", str(tmp_path / "missing.jsonl")])
