@@ -1,0 +1,102 @@
+"""
+The small-scale reproduction: every arm, several seeds, the same tokens and body, then eval.py.
+
+    python experiments/small_scale.py --dry-run                 # print every command, run nothing
+    python experiments/small_scale.py                           # everything (hours on a 2-core CPU; resumable)
+    python experiments/small_scale.py --corpus shakespeare --arms tied lev --seeds 1 2 3
+    nohup python experiments/small_scale.py > out/small_scale.log 2>&1 &     # in the background
+
+Corpora (GPT-2 tokenizer):
+  shakespeare  tinyshakespeare (--shakespeare FILE, default ../shared/data/tinyshakespeare.txt when it
+               exists, else downloaded once by data/prepare.py)
+  minipile     a larger real corpus: any .txt files (--minipile 'DIR/*.txt'; default the four files in
+               ../shared/data/minipile: Shakespeare's plays, the KJV Bible, Jane Austen, Python docs)
+Every run is `python train.py` with the flags printed; a finished run (its log has the final eval) is
+skipped, an unfinished one is resumed, so the script can be stopped and started again. Afterwards
+eval.py compares the runs of each corpus (baseline: tied) and writes eval.json, eval.txt and plots
+into out/small_scale/<corpus>/.
+"""
+import argparse
+import glob
+import json
+import os
+import shlex
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")
+ARMS = ["tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp"]
+# The same body for every arm: the `cpu` preset (4 layers, width 128, 4 heads, context 128, batch 8).
+CORPORA = {
+    "shakespeare": dict(dataset="ss_shakespeare", steps=600, eval_interval=50, zero_shot=["ss_minipile"]),
+    "minipile": dict(dataset="ss_minipile", steps=1200, eval_interval=100, zero_shot=["ss_shakespeare"]),
+}
+
+
+def run(cmd, dry):
+    print("+", " ".join(shlex.quote(c) for c in cmd), flush=True)
+    if not dry:
+        subprocess.run(cmd, cwd=ROOT, check=True)
+
+
+def finished(out_dir, steps):
+    log = os.path.join(out_dir, "log.jsonl")
+    if not os.path.exists(log):
+        return False
+    with open(log) as f:
+        return any(e.get("event") == "eval" and e.get("step") == steps for e in map(json.loads, f))
+
+
+def prepare(a):
+    py = sys.executable
+    if not os.path.exists(os.path.join(ROOT, "data", "ss_shakespeare", "meta.json")):
+        src = ["--input", a.shakespeare] if a.shakespeare else []
+        run([py, "data/prepare.py", "shakespeare", *src, "--out-dir", "data/ss_shakespeare"], a.dry_run)
+    if not os.path.exists(os.path.join(ROOT, "data", "ss_minipile", "meta.json")):
+        files = sorted(glob.glob(a.minipile))
+        if not files:
+            sys.exit(f"no files match --minipile {a.minipile!r}: point it at some .txt files (a few MB of English).")
+        run([py, "data/prepare.py", "text", "--input", *files, "--out-dir", "data/ss_minipile"], a.dry_run)
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--corpus", nargs="+", default=list(CORPORA), choices=list(CORPORA))
+    p.add_argument("--arms", nargs="+", default=ARMS, choices=ARMS)
+    p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
+    p.add_argument("--steps", type=int, help="override every corpus's number of steps")
+    p.add_argument("--out", default="out/small_scale")
+    p.add_argument("--shakespeare", default=next(iter(glob.glob(os.path.join(SHARED, "tinyshakespeare.txt"))), None))
+    p.add_argument("--minipile", default=os.path.join(SHARED, "minipile", "*.txt"))
+    p.add_argument("--dry-run", action="store_true")
+    a = p.parse_args(argv)
+    prepare(a)
+    py = sys.executable
+    for corpus in a.corpus:
+        c = CORPORA[corpus]
+        steps = a.steps or c["steps"]
+        runs = []
+        for seed in a.seeds:
+            for arm in a.arms:
+                out_dir = os.path.join(a.out, corpus, f"{arm}_s{seed}")
+                runs.append(out_dir)
+                if finished(os.path.join(ROOT, out_dir), steps):
+                    continue
+                resume = ["--resume"] if os.path.exists(os.path.join(ROOT, out_dir, "ckpt.pt")) else []
+                run([py, "train.py", f"--emb={arm}", f"--seed={seed}", f"--dataset={c['dataset']}",
+                     f"--max-iters={steps}", f"--eval-interval={c['eval_interval']}", "--eval-iters=16",
+                     "--log-interval=50", "--sample-tokens=0", f"--out-dir={out_dir}", *resume], a.dry_run)
+        report = os.path.join(a.out, corpus)
+        cmd = [py, "eval.py", "--runs", *runs, "--dataset", c["dataset"], *c["zero_shot"],
+               "--json", os.path.join(report, "eval.json"), "--plots", os.path.join(report, "plots")]
+        print("+", " ".join(shlex.quote(x) for x in cmd), flush=True)
+        if not a.dry_run:
+            out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
+            print(out)
+            with open(os.path.join(ROOT, report, "eval.txt"), "w") as f:
+                f.write(out)
+
+
+if __name__ == "__main__":
+    main()
