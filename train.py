@@ -273,6 +273,12 @@ def main(argv=None):
         if ddp:
             dist.barrier()
 
+    def non_finite(which, value):
+        say(f"step {step}: the {which} loss is {value}; stopping without saving. The last good "
+            f"checkpoint is {ckpt_path} (if one was written). Try a lower --lr or --grad-clip.")
+        log(dict(event="nan", step=step, loss=which))
+        return "nan"
+
     # --- the loop -----------------------------------------------------------------------------------
     stop = StopFlag()
     status, last_loss, window_start, window_time = "done", float("nan"), step, 0.0
@@ -284,10 +290,7 @@ def main(argv=None):
                 say(f"step {step:>6}: val loss {val:.4f} (ppl {math.exp(min(val, 50)):.2f}), tokens {tokens_seen:,}")
                 log(dict(event="eval", step=step, val_loss=val, tokens=tokens_seen, elapsed_s=round(elapsed, 3)))
                 if not math.isfinite(val):
-                    status = "nan"
-                    say(f"step {step}: the validation loss is {val}; stopping without saving. The last good "
-                        f"checkpoint is {ckpt_path} (if one was written). Try a lower --lr or --grad-clip.")
-                    log(dict(event="nan", step=step))
+                    status = non_finite("validation", val)
                     break
                 if step > 0 and (ckpt is None or step != ckpt["step"]):
                     save()
@@ -321,10 +324,7 @@ def main(argv=None):
                 stop_now[0] /= world
             last_loss = stop_now[0].item()
             if not math.isfinite(last_loss):
-                status = "nan"
-                say(f"step {step}: the training loss is {last_loss}; stopping without saving. The last good "
-                    f"checkpoint is {ckpt_path} (if one was written). Try a lower --lr or --grad-clip.")
-                log(dict(event="nan", step=step))
+                status = non_finite("training", last_loss)
                 break
             step_time = time.time() - t0
             elapsed, window_time = elapsed + step_time, window_time + step_time
