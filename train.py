@@ -359,9 +359,16 @@ def main(argv=None):
         say("sample:\n" + "-" * 60 + "\n" + tok.decode(out[0, 1:].tolist()) + "\n" + "-" * 60)
     if ddp:
         dist.destroy_process_group()
+        # Everything is saved and flushed. Leave without running destructors: freeing the DDP reducer at
+        # interpreter exit can deadlock in gloo's process-group destructor (it joins a worker thread that
+        # waits for the GIL the exiting main thread holds); seen under load with 2 CPU processes.
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_CODES[status])
     return dict(status=status, step=step, last_loss=last_loss, best_val_loss=best_val, out_dir=tc.out_dir)
 
 
+EXIT_CODES = {"done": 0, "paused": 0, "interrupted": 0, "nan": 1}
+
 if __name__ == "__main__":
-    result = main()
-    sys.exit({"done": 0, "paused": 0, "interrupted": 0, "nan": 1}[result["status"]])
+    sys.exit(EXIT_CODES[main()["status"]])
