@@ -2,7 +2,7 @@
 Speed and memory of LEV's fast paths and of every input-map arm, measured side by side in one run.
 
     python bench.py --tiny --reps 1                    # a few seconds: smoke test of the whole script
-    python bench.py                                    # the reference config (below), about 10 minutes on 2 CPU cores
+    python bench.py --tokens zipf                      # the reference config (below): 10-30 minutes on 2 CPU cores
     python bench.py --compile --json bench.json        # + torch.compile'd variants; results also as JSON
     python bench.py --device cuda --dtype bfloat16     # on a GPU (bf16 autocast; LEV itself stays float32)
 
@@ -73,7 +73,8 @@ def parse_args(argv=None):
     ap.add_argument("--vocab-size", "--vocab_size", type=int, default=50257)
     ap.add_argument("--tokens", default="auto", choices=["auto", "zipf", "data"],
                     help="batch ids: real tokens of data/default (auto: when it exists) or Zipf-distributed ids")
-    ap.add_argument("--sample-tokens", "--sample_tokens", type=int, default=32, help="new tokens per sampling run")
+    ap.add_argument("--sample-tokens", "--sample_tokens", type=int, default=16, help="new tokens per sampling run")
+    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: PyTorch's default)")
     ap.add_argument("--memory", default="rss", choices=["rss", "none"], help="measure peak memory (subprocesses)")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
     ap.add_argument("--probe", default=None, help=argparse.SUPPRESS)  # internal: "train:ARM" or "lev:PATH"
@@ -267,6 +268,8 @@ def measure_memory(a, argv, what: str):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     a = parse_args(argv)
+    if a.threads:
+        torch.set_num_threads(a.threads)
     if a.probe:
         return probe(a, a.probe)
     load_before = os.getloadavg()
