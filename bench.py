@@ -73,7 +73,7 @@ def parse_args(argv=None):
     ap.add_argument("--vocab-size", "--vocab_size", type=int, default=50257)
     ap.add_argument("--tokens", default="auto", choices=["auto", "zipf", "data"],
                     help="batch ids: real tokens of data/default (auto: when it exists) or Zipf-distributed ids")
-    ap.add_argument("--sample-tokens", "--sample_tokens", type=int, default=16, help="new tokens per sampling run")
+    ap.add_argument("--sample-tokens", "--sample_tokens", type=int, default=64, help="new tokens per sampling run")
     ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: PyTorch's default)")
     ap.add_argument("--memory", default="rss", choices=["rss", "none"], help="measure peak memory (subprocesses)")
     ap.add_argument("--json", default=None, help="also write the results to this JSON file")
@@ -158,6 +158,15 @@ def round_robin(fns: dict, a, warmup: int) -> dict:
 def paired(times: dict, ref: str, k: str) -> float:
     """Median over rounds of time[k] / time[ref] within the same round: robust to drifts of machine load."""
     return statistics.median(t / r for t, r in zip(times[k], times[ref]))
+
+
+def paired_iqr(times: dict, ref: str, k: str) -> list:
+    """The quartiles (25%, 75%) of the per-round ratios time[k] / time[ref]: how far to trust paired()."""
+    ratios = [t / r for t, r in zip(times[k], times[ref])]
+    if len(ratios) < 2:
+        return [ratios[0], ratios[0]]
+    q = statistics.quantiles(ratios, n=4)
+    return [q[0], q[2]]
 
 
 def peak_flops(a) -> float:
@@ -310,6 +319,7 @@ def main(argv=None):
         step, sample = statistics.median(t_step[arm]), statistics.median(t_sample[arm])
         res["arms"][arm] = dict(step_ms=1e3 * step, step_times_ms=[1e3 * v for v in t_step[arm]],
                                 step_vs_tied=paired(t_step, "tied", arm) if "tied" in t_step else None,
+                                step_vs_tied_iqr=paired_iqr(t_step, "tied", arm) if "tied" in t_step else None,
                                 sample_tok_s=a.sample_tokens / sample,
                                 sample_vs_tied=1 / paired(t_sample, "tied", arm) if "tied" in t_sample else None,
                                 mfu=fpt * x.numel() / step / flops, flops_per_token=fpt,
@@ -343,9 +353,10 @@ def print_tables(res, a):
         print(f"{p:<20}{r['ms']:>10.1f}{fmt(r['speedup_vs_naive'], '.2f') + 'x':>10}{fmt(r.get('peak_mb'), '.0f'):>16}")
     print(f"\nTraining step (forward + backward + AdamW) and sampling (batch 1, {a.sample_tokens} new tokens); "
           f"peak matmul {res['peak_flops'] / 1e9:.0f} GFLOP/s")
-    print(f"{'arm':<16}{'step ms':>10}{'vs tied':>9}{'MFU':>8}{mem:>13}{'sample tok/s':>14}{'vs tied':>9}")
+    print(f"{'arm':<16}{'step ms':>10}{'vs tied':>9}{'(IQR)':>14}{'MFU':>8}{mem:>13}{'sample tok/s':>14}{'vs tied':>9}")
     for arm, r in res["arms"].items():
-        print(f"{arm:<16}{r['step_ms']:>10.1f}{fmt(r['step_vs_tied'], '.3f'):>9}{r['mfu']:>8.1%}"
+        iqr = "" if r["step_vs_tied_iqr"] is None else "({:.2f}-{:.2f})".format(*r["step_vs_tied_iqr"])
+        print(f"{arm:<16}{r['step_ms']:>10.1f}{fmt(r['step_vs_tied'], '.3f'):>9}{iqr:>14}{r['mfu']:>8.1%}"
               f"{fmt(r.get('peak_mb'), '.0f'):>13}{r['sample_tok_s']:>14.1f}{fmt(r['sample_vs_tied'], '.3f'):>9}")
     la = res["load_average"]
     print(f"\nload average (1 min): {la['before']:.2f} before, {la['after']:.2f} after, on {os.cpu_count()} CPUs")

@@ -420,10 +420,11 @@ def _cpp_kernel(required: bool = True):
             from torch.utils.cpp_extension import load
             src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lev_kernel.cpp")
             tag = f"{platform.machine()}_{zlib.crc32(_cpu_flags().encode()):08x}"
-            # -ffast-math is a compile flag only: linked with it, gcc < 13 would set flush-to-zero process-wide
+            # -fopenmp: at::parallel_for is an OpenMP pragma in a header (the process shares PyTorch's libgomp).
+            # -ffast-math is a compile flag only: linked with it, gcc < 13 would set flush-to-zero process-wide.
             _CPP["ext"] = load(name=f"lev_kernel_{tag}", sources=[src], verbose=False,
-                               extra_cflags=["-O3", "-march=native", "-ffast-math", "-fopenmp-simd",
-                                             "-mprefer-vector-width=512"])
+                               extra_cflags=["-O3", "-march=native", "-ffast-math", "-fopenmp",
+                                             "-mprefer-vector-width=512"], extra_ldflags=["-fopenmp"])
             _CPP["error"] = None
         except Exception as err:                                             # no compiler, no ninja, ...
             _CPP["ext"], _CPP["error"] = None, f"{type(err).__name__}: {str(err)[-300:]}"

@@ -79,6 +79,7 @@ static void spline_fwd_impl(const T* u, const T* S, T* M, int64_t N, int64_t H, 
   });
 }
 
+// u, grad_u here are (h, d_s, N) and gm is (h, N, r): each task reads and writes contiguous runs.
 template <typename T>
 static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* grad_S, int64_t N, int64_t H,
                             int64_t P, int64_t K, int64_t R, bool normalize, T eps) {
@@ -92,13 +93,13 @@ static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* g
       T* grows = grad_S + lp * K * R;
       std::fill(grows, grows + K * R, T(0));                   // this task's rows of dL/dS
       for (int64_t n = 0; n < N; ++n) {
-        const int64_t o = n * H * P + lp;                      // u[n, l, p]
+        const int64_t o = lp * N + n;                          // u[l, p, n]
         basis(u[o], K, normalize, rows, R, zero.data(), Sj, w, dw, g);
         const T* __restrict__ S0 = Sj[0]; const T* __restrict__ S1 = Sj[1]; const T* __restrict__ S2 = Sj[2];
         T* __restrict__ G0 = g[0] >= 0 ? grows + g[0] * R : scratch.data();
         T* __restrict__ G1 = g[1] >= 0 ? grows + g[1] * R : scratch.data();   // on the grid unless u is not in [0, 1]
         T* __restrict__ G2 = g[2] >= 0 ? grows + g[2] * R : scratch.data();
-        const T* __restrict__ gmr = gm + (n * H + l) * R;
+        const T* __restrict__ gmr = gm + (l * N + n) * R;
         const T w0 = w[0], w1 = w[1], w2 = w[2];
         T d0 = 0, d1 = 0, d2 = 0;
         #pragma omp simd reduction(+:d0, d1, d2)
@@ -139,17 +140,18 @@ torch::Tensor spline_fwd(torch::Tensor u, torch::Tensor S, bool normalize, doubl
 std::vector<torch::Tensor> spline_bwd(torch::Tensor u, torch::Tensor S, torch::Tensor grad_M, torch::Tensor M,
                                       bool normalize, double eps) {
   check(u, S);
-  auto gm = (grad_M * M).contiguous();                           // dL/dlog|M|
-  TORCH_CHECK(gm.scalar_type() == S.scalar_type() && gm.dim() == 3, "lev_kernel: grad_M and M must be (N, h, r)");
+  TORCH_CHECK(grad_M.dim() == 3 && grad_M.sizes() == M.sizes(), "lev_kernel: grad_M and M must be (N, h, r)");
   const int64_t N = u.size(0), H = u.size(1), P = u.size(2), K = S.size(2), R = S.size(3);
-  auto grad_u = torch::empty_like(u);
+  auto gm = (grad_M * M).permute({1, 0, 2}).contiguous();       // dL/dlog|M|, (h, N, r)
+  auto u_t = u.permute({1, 2, 0}).contiguous();                  // (h, d_s, N)
+  auto grad_u_t = torch::empty_like(u_t);
   auto grad_S = torch::empty_like(S);                            // zeroed row by row in spline_bwd_impl
   AT_DISPATCH_FLOATING_TYPES(S.scalar_type(), "spline_bwd", [&] {
-    spline_bwd_impl<scalar_t>(u.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), gm.data_ptr<scalar_t>(),
-                              grad_u.data_ptr<scalar_t>(), grad_S.data_ptr<scalar_t>(), N, H, P, K, R, normalize,
+    spline_bwd_impl<scalar_t>(u_t.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), gm.data_ptr<scalar_t>(),
+                              grad_u_t.data_ptr<scalar_t>(), grad_S.data_ptr<scalar_t>(), N, H, P, K, R, normalize,
                               static_cast<scalar_t>(eps));
   });
-  return {grad_u, grad_S};
+  return {grad_u_t.permute({2, 0, 1}).contiguous(), grad_S};
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
