@@ -57,6 +57,7 @@ class TrainConfig:
     resume: bool = False          # continue from out_dir/ckpt.pt
     stop_at: int = 0              # save and stop after this many steps (0 = run to max_iters); for time-limited jobs
     sample_tokens: int = 120      # tokens sampled at the end of training (0 = none)
+    sample_start: str = "The"     # the prompt of that sample ("" = the end-of-text token)
     preset: str = "cpu"           # named defaults, see PRESETS
 
 
@@ -353,10 +354,16 @@ def main(argv=None):
     if status == "done" and master and tc.sample_tokens > 0:
         from data.tokenizers import get_tokenizer
         tok = get_tokenizer(tokenizer["name"], meta=tokenizer["meta"])
-        start = torch.tensor([[tok.eot_id if tok.eot_id is not None else 0]], device=device)
+        try:
+            ids = tok.encode(tc.sample_start)[-mc.block_size:] if tc.sample_start else []
+        except ValueError:                                           # a character the char tokenizer lacks
+            ids = []
+        skip = 0 if ids else 1                                       # the end-of-text start is not printed
+        ids = ids or [tok.eot_id if tok.eot_id is not None else 0]
         gen = torch.Generator(device=device).manual_seed(tc.seed)
-        out = raw_model.eval().generate(start, tc.sample_tokens, temperature=0.8, top_k=200, generator=gen)
-        say("sample:\n" + "-" * 60 + "\n" + tok.decode(out[0, 1:].tolist()) + "\n" + "-" * 60)
+        out = raw_model.eval().generate(torch.tensor([ids], device=device), tc.sample_tokens, temperature=0.8,
+                                        top_k=200, generator=gen)
+        say("sample:\n" + "-" * 60 + "\n" + tok.decode(out[0, skip:].tolist()) + "\n" + "-" * 60)
     if ddp:
         dist.destroy_process_group()
         # Everything is saved and flushed. Leave without running destructors: freeing the DDP reducer at

@@ -158,6 +158,15 @@ def test_sample_from_checkpoint(dataset, tmp_path, capsys):
     assert "keeping the last 32" in capsys.readouterr().err
 
 
+def test_end_of_training_sample_continues_the_prompt(dataset, tmp_path, capsys):
+    run(dataset, tmp_path / "a", "--max-iters", "2", "--sample-tokens", "6", "--sample-start", "Hello")
+    text = capsys.readouterr().out.split("sample:\n")[1].split("\n", 1)[1]   # after the dashed line
+    assert text.startswith("Hello")
+    run(dataset, tmp_path / "b", "--max-iters", "2", "--sample-tokens", "6", "--sample-start", "")
+    text = capsys.readouterr().out.split("sample:\n")[1].split("\n", 1)[1]
+    assert not text.startswith("<|endoftext|>")                       # the end-of-text start is not printed
+
+
 def test_sample_refuses_nan_weights(dataset, tmp_path):
     run(dataset, tmp_path, "--emb", "tied", "--max-iters", "2", "--eval-interval", "2")
     path = os.path.join(tmp_path, "ckpt.pt")
