@@ -10,14 +10,14 @@ from dataclasses import replace
 import pytest
 import torch
 
-import lev as lev_module
+import lev_fast
 from lev import (LEV, LEVConfig, bspline_basis, coefficients, coefficients_sparse, bspline_basis_sparse,
                  separable_product, spline_product)
 from test_lev import SMALL, reference_lev
 
 
 def cpp_available():
-    return lev_module._cpp_kernel(required=False) is not None
+    return lev_fast.cpp_kernel(required=False) is not None
 
 
 KERNELS = ["torch", pytest.param("cpp", marks=pytest.mark.skipif(not cpp_available(), reason="no C++ compiler"))]
@@ -98,9 +98,9 @@ def test_spline_product_float32_and_many_dims(kernel):
 def test_log_group_cannot_underflow():
     for dtype in (torch.float32, torch.float64):
         for eps in (1e-9, 1e-6, 1e-12, 1e-30):
-            g = lev_module._log_group(eps, dtype)
+            g = lev_fast.log_group(eps, dtype)
             assert g >= 1 and eps ** g >= torch.finfo(dtype).tiny
-    assert lev_module._log_group(0.0, torch.float32) == 1
+    assert lev_fast.log_group(0.0, torch.float32) == 1
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -121,7 +121,7 @@ def test_gradcheck_sparse_log_product():
     idx, w = bspline_basis_sparse(u, 5)
     w = w.detach().requires_grad_()
     S = (1 + 0.1 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()
-    assert torch.autograd.gradcheck(lambda w_, S_: lev_module._SparseLogProduct.apply(idx, w_, S_, 1e-9)[0], (w, S))
+    assert torch.autograd.gradcheck(lambda w_, S_: lev_fast.SparseLogProduct.apply(idx, w_, S_, 1e-9)[0], (w, S))
 
 
 @pytest.mark.skipif(not cpp_available(), reason="no C++ compiler")
@@ -138,7 +138,7 @@ def test_cpp_custom_op_registration():
     """Schema, fake (meta) implementation and autograd registration of the op torch.compile sees."""
     u = torch.rand(3, 2, 4, dtype=torch.float64, requires_grad=True)
     S = (1 + 0.1 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()
-    torch.library.opcheck(lev_module._cpp_spline_product, (u, S, True, 1e-9))
+    torch.library.opcheck(lev_fast.cpp_spline_product, (u, S, True, 1e-9))
 
 
 @pytest.mark.skipif(not cpp_available(), reason="no C++ compiler")
@@ -228,7 +228,7 @@ def test_float32_inside_bf16_autocast(kernel):
 
 
 def test_no_compiler_falls_back_to_torch_and_cpp_says_why(monkeypatch):
-    monkeypatch.setattr(lev_module, "_CPP", {"ext": None, "error": "RuntimeError: no compiler here"})
+    monkeypatch.setattr(lev_fast, "CPP", {"ext": None, "error": "RuntimeError: no compiler here"})
     u = torch.rand(2, 1, 3, dtype=torch.float64, requires_grad=True)
     S = 1 + 0.1 * torch.randn(1, 3, 4, 2, dtype=torch.float64)
     torch.testing.assert_close(spline_product(u, S, kernel="auto"), plain(u, S))
