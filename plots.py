@@ -137,7 +137,7 @@ def group_colors(runs):
 
 def plot_curves(runs, path, target=None):
     """Val loss vs tokens and vs elapsed seconds (from each run's log.jsonl); train loss faint."""
-    from eval import read_log
+    from metrics import read_log
     fig, axes = plt.subplots(1, 2, figsize=(12, 4.5))
     style, tops, lows = group_colors(runs), [], []
     for r in runs:
