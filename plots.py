@@ -121,6 +121,40 @@ def report(result):
     return "\n".join(out)
 
 
+def summary(result):
+    """One markdown table of an eval.py result, a row per group (mean ± std over its runs): parameters, val
+    ppl, change vs the baseline, training tokens to reach the baseline's final val loss, the change in the
+    most frequent and the rarest non-empty frequency buckets and in never-seen targets, and the change on
+    each zero-shot dataset."""
+    base, names = result["baseline"], result["bucket_names"]
+    home = next(d for d in result["datasets"] if not d["zero_shot"])
+    others = [d for d in result["datasets"] if d["zero_shot"]]
+    unseen = len(names) - 1                                                  # the last bucket: never seen
+    filled = [i for i in range(unseen) if home["positions"][i] > 0]
+    hi, lo = filled[0], filled[-1]                                           # most frequent, rarest seen bucket
+    picked = [hi, lo] + ([unseen] if home["positions"][unseen] else [])
+    fmt_k = lambda v: f"{v / 1e3:,.0f}k"
+    eff = result.get("efficiency") or {}
+    rows = [["arm", "runs", "params: input map / total", "val ppl", f"ppl vs {base}",
+             f"tokens to {base}'s final val loss" + (f" ({eff['target_loss']:.3f})" if eff else ""),
+            ] + [f"bucket {names[i]} ({home['positions'][i]:,} targets)" for i in picked]
+            + [f"zero-shot {os.path.basename(d['dataset'])}" for d in others]]
+    for g in result["groups"]:
+        runs = [r for r in result["runs"] if r["group"] == g]
+        n, G, p = len(runs), home["groups"][g], runs[0]["params"] or {}
+        reached = [r["efficiency"]["tokens"] for r in runs if r["efficiency"]["tokens"] is not None]
+        tokens = "not reached" if not reached else fmt_k(np.mean(reached)) + \
+            (f" ± {fmt_k(np.std(reached, ddof=1))}" if len(reached) > 1 else "") + \
+            (f" ({len(reached)}/{n} runs)" if len(reached) < n else "") + \
+            (f", {eff['baseline_tokens'] / np.mean(reached):.2f}x" if eff and g != base else "")
+        cell = lambda e: "-" if g == base else change(e, n)
+        rows.append([g, n, f"{p.get('input', 0) / 1e6:.2f}M / {p.get('total', 0) / 1e6:.2f}M" if p else "-",
+                     mean_sd(G, "ppl", "{:.2f}", n), cell(G), tokens] + [cell(G["buckets"][i]) for i in picked]
+                    + [cell(d["groups"][g]) for d in others])
+    line = lambda r: "| " + " | ".join(str(x) for x in r) + " |"
+    return "\n".join([line(rows[0]), line(["---"] * len(rows[0]))] + [line(r) for r in rows[1:]])
+
+
 # ----------------------------------------------------------------------------------------------------
 # Figures.
 

@@ -13,8 +13,8 @@ Corpora (GPT-2 tokenizer):
                ../shared/data/minipile: Shakespeare's plays, the KJV Bible, Jane Austen, Python docs)
 Every run is `python train.py` with the flags printed; a finished run (its log has the final eval) is
 skipped, an unfinished one is resumed, so the script can be stopped and started again. Afterwards
-eval.py compares the runs of each corpus (baseline: tied) and writes eval.json, eval.txt and plots
-into out/small_scale/<corpus>/.
+eval.py compares the runs of each corpus (baseline: tied) and writes eval.json, eval.txt, plots/ and
+summary.md (the README's table, plots.summary) into out/small_scale/<corpus>/.
 """
 import argparse
 import glob
@@ -100,6 +100,13 @@ def main(argv=None):
             print(out)
             with open(os.path.join(ROOT, report, "eval.txt"), "w") as f:
                 f.write(out)
+            sys.path.insert(0, ROOT)
+            from plots import summary                                       # the README's table
+            with open(os.path.join(ROOT, report, "eval.json")) as f:
+                table = summary(json.load(f))
+            with open(os.path.join(ROOT, report, "summary.md"), "w") as f:
+                f.write(table + "\n")
+            print(f"{corpus}: summary ({os.path.join(report, 'summary.md')})\n{table}\n", flush=True)
 
 
 if __name__ == "__main__":

@@ -229,6 +229,11 @@ def test_end_to_end_evaluation_json_and_plots(tiny_runs, capsys):
         assert is_png(r / "plots" / name), name
     assert "top-5 cosine neighbours" in (r / "plots" / "neighbours.txt").read_text()
     assert res["plots"] == saved["plots"]
+    table = plots.summary(saved).splitlines()                          # the README's results table
+    assert len(table) == 2 + 2 and all(row.count("|") == table[0].count("|") for row in table)
+    lev_row = next(row for row in table if row.startswith("| lev |"))
+    assert f"{100 * main['groups']['lev']['rel_change']:+.1f}%" in lev_row and "zero-shot other" in table[0]
+    assert "bucket unseen" not in table[0]                             # no unseen target in main's val
 
 
 @pytest.mark.slow
