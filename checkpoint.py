@@ -14,6 +14,7 @@ temporary file in the same folder, fsyncs it and renames it over the old one, so
 during a save leaves the previous checkpoint intact.
 """
 import os
+from dataclasses import fields
 
 import torch
 
@@ -56,8 +57,8 @@ def model_from_checkpoint(ckpt: dict, device="cpu") -> GPT:
 
 def check_compatible(ckpt: dict, model_args: dict, tokenizer: dict, path: str):
     """Resuming must keep the architecture and the tokenizer; say exactly what differs."""
-    diffs = [f"{k}: checkpoint {ckpt['model_args'].get(k)!r}, now {v!r}"
-             for k, v in model_args.items() if ckpt["model_args"].get(k) != v]
+    saved = {f.name: f.default for f in fields(GPTConfig)} | ckpt["model_args"]   # older files lack newer fields
+    diffs = [f"{k}: checkpoint {saved.get(k)!r}, now {v!r}" for k, v in model_args.items() if saved.get(k) != v]
     if diffs:
         raise ValueError(f"cannot resume from {path}: the architecture differs ({'; '.join(diffs)}). "
                          f"Use the run's original flags, or a new --out-dir for a new run.")

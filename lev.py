@@ -42,6 +42,8 @@ class LEVConfig:
     basis_norm: bool = True       # our choice: renormalise the B-spline weights to sum to 1 on [0, 1]
     codebooks: str = "per_position"  # our choice: one codebook per digit position; "shared": one for all
     seed_combine: str = "sum"     # our choice: z = sum_j C_j[c_j]; "concat": z = [C_1[c_1], ..., C_k[c_k]]
+    id_shuffle: int = 0           # control (spec section 5): 0 = digits of the tokenizer's ids; s > 0 = digits
+                                  # of pi(i), pi a fixed random permutation (seed s): no id-order structure
     sparse_basis: bool = True     # fast path: steps 4-6 fused on the <= 3 non-zero basis weights (False: dense, plain)
     kernel: str = "auto"          # fused steps' code: "cpp" (CPU), "torch" (any device), "auto" (cpp on CPU if built)
     dedup: bool = True            # fast path: evaluate each distinct id of a batch once, then gather
@@ -72,6 +74,8 @@ class LEVConfig:
             raise ValueError(f"LEVConfig.kernel must be 'auto', 'cpp' or 'torch', got {self.kernel!r}.")
         if self.seed_combine not in ("sum", "concat"):
             raise ValueError(f"LEVConfig.seed_combine must be 'sum' or 'concat', got {self.seed_combine!r}.")
+        if self.id_shuffle < 0:
+            raise ValueError(f"LEVConfig.id_shuffle must be 0 (off) or a positive seed, got {self.id_shuffle}.")
 
 
 def lev_base(V: int, k: int) -> int:
@@ -99,6 +103,13 @@ def lev_num_params(cfg: LEVConfig) -> int:
 
 # ----------------------------------------------------------------------------------------------------
 # The steps of spec section 2, one function each.
+
+def id_permutation(V: int, seed_: int) -> torch.Tensor:
+    """Step 0 (a control, off by default). pi: a fixed random permutation of 0..V-1; with it, LEV writes
+    pi(i) instead of i in base b, so ids that are close in the tokenizer's numbering (BPE: merge order) no
+    longer share digits. (V,) int64, the same for a given seed on every machine (a CPU generator)."""
+    return torch.randperm(V, generator=torch.Generator().manual_seed(seed_))
+
 
 def digits(ids: torch.Tensor, k: int, b: int) -> torch.Tensor:
     """Step 1. i = sum_j c_j * b^(k-1-j), 0 <= c_j < b, most significant digit first.
@@ -243,6 +254,8 @@ class LEV(nn.Module):
         self.delta = nn.Parameter(torch.randn(h, d_s, cfg.kappa, cfg.rank) * cfg.delta_std)
         self.W_out = nn.Parameter(torch.randn(h, cfg.rank, cfg.n_embd) * (cfg.init_std / math.sqrt(h)))
         self._table, self._filled, self._table_key = None, None, None  # lazily materialised (lookup)
+        if cfg.id_shuffle:                                                # step 0, the shuffled-id control
+            self.register_buffer("perm", id_permutation(cfg.vocab_size, cfg.id_shuffle))  # (V,) saved with the model
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
         """Steps 1-7 for every entry of ids (N) -> (N, D), no deduplication. float32 throughout."""
@@ -250,7 +263,7 @@ class LEV(nn.Module):
         dt = torch.promote_types(self.W.dtype, torch.float32)             # float32 (float64 stays float64)
         p = {name: t.to(dt) for name, t in self.named_parameters()}
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            c = digits(ids, cfg.k, cfg.base)                                           # (N, k)
+            c = digits(self.perm[ids] if cfg.id_shuffle else ids, cfg.k, cfg.base)     # (N, k)
             z = seed(c, p["codebooks"], cfg.seed_combine)                              # (N, d_in)
             u = unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)  # (N, h, d_s)
             S = 1.0 + p["delta"]                                                       # (h, d_s, kappa, r)

@@ -20,7 +20,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lev import LEV, LEVConfig, digits, lev_num_params, seed
+from lev import LEV, LEVConfig, digits, id_permutation, lev_num_params, seed
 
 EMB_CHOICES = ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp")
 
@@ -46,6 +46,7 @@ class GPTConfig:
     lev_basis_norm: bool = LEVConfig.basis_norm   # our choice: normalise basis rows to sum to 1
     lev_codebooks: str = LEVConfig.codebooks      # our choice: per_position / shared
     lev_seed_combine: str = LEVConfig.seed_combine  # our choice: sum / concat
+    lev_id_shuffle: int = LEVConfig.id_shuffle    # control: digits of a random permutation of the ids (seed; 0 = off)
     lev_sparse_basis: bool = LEVConfig.sparse_basis  # fast path: compact-support basis
     lev_dedup: bool = LEVConfig.dedup             # fast path: evaluate distinct ids once
     # baselines: widths matched to LEV's parameter count when 0
@@ -104,8 +105,11 @@ class FactorizedMLPEmbedding(nn.Module):
         self.codebooks = nn.Parameter(torch.randn(n_cb, lc.base, lc.d_seed) * lc.init_std)
         self.mlp = nn.Sequential(nn.Linear(lc.seed_in, H, bias=False), nn.GELU(),
                                  nn.Linear(H, lc.n_embd, bias=False))
+        if lc.id_shuffle:                                                # the same control as LEV's
+            self.register_buffer("perm", id_permutation(lc.vocab_size, lc.id_shuffle))
 
     def forward(self, ids):
+        ids = self.perm[ids] if self.lc.id_shuffle else ids
         z = seed(digits(ids, self.lc.k, self.lc.base), self.codebooks, self.lc.seed_combine)  # (B, T, d_in)
         return self.mlp(z)
 

@@ -4,6 +4,7 @@ The small-scale reproduction: every arm, several seeds, the same tokens and body
     python experiments/small_scale.py --dry-run                 # print every command, run nothing
     python experiments/small_scale.py                           # everything (hours on a 2-core CPU; resumable)
     python experiments/small_scale.py --corpus shakespeare --arms tied lev --seeds 1 2 3
+    python experiments/small_scale.py --arms tied lev lev_shuffled     # + the shuffled-id control
     nohup python experiments/small_scale.py > out/small_scale.log 2>&1 &     # in the background
 
 Corpora (GPT-2 tokenizer):
@@ -27,6 +28,9 @@ import sys
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SHARED = os.path.join(os.path.dirname(ROOT), "shared", "data")
 ARMS = ["tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp"]
+# Optional arms (--arms ... lev_shuffled): LEV on the digits of randomly permuted ids (spec section 5's
+# control: how much LEV owes to the tokenizer's id order).
+CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"]}
 # The same body for every arm: the `cpu` preset (4 layers, width 128, 4 heads, context 128, batch 8).
 CORPORA = {
 # 250 steps x 1,024 tokens = 256k tokens per run (~0.85 epoch of tinyshakespeare): 36 runs of ~2.5 min each
@@ -66,7 +70,7 @@ def prepare(a):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--corpus", nargs="+", default=list(CORPORA), choices=list(CORPORA))
-    p.add_argument("--arms", nargs="+", default=ARMS, choices=ARMS)
+    p.add_argument("--arms", nargs="+", default=ARMS, choices=ARMS + list(CONTROLS))
     p.add_argument("--seeds", nargs="+", type=int, default=[1, 2, 3])
     p.add_argument("--steps", type=int, help="override every corpus's number of steps")
     p.add_argument("--out", default="out/small_scale")
@@ -87,7 +91,7 @@ def main(argv=None):
                 if finished(os.path.join(ROOT, out_dir), steps):
                     continue
                 resume = ["--resume"] if os.path.exists(os.path.join(ROOT, out_dir, "ckpt.pt")) else []
-                run([py, "train.py", f"--emb={arm}", f"--seed={seed}", f"--dataset={c['dataset']}",
+                run([py, "train.py", *CONTROLS.get(arm, [f"--emb={arm}"]), f"--seed={seed}", f"--dataset={c['dataset']}",
                      f"--max-iters={steps}", f"--eval-interval={c['eval_interval']}", "--eval-iters=16",
                      "--log-interval=50", "--sample-tokens=0", f"--out-dir={out_dir}", *resume], a.dry_run)
         report = os.path.join(a.out, corpus)

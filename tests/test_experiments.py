@@ -44,3 +44,6 @@ def test_steps_and_subsets(tmp_path):
     cmds = dry_run(tmp_path, "--corpus", "shakespeare", "--arms", "tied", "lev", "--seeds", "4", "--steps", "7")
     train = [flags(c) for c in cmds if c[1] == "train.py"]
     assert [(f["emb"], f["seed"], f["max-iters"]) for f in train] == [("tied", "4", "7"), ("lev", "4", "7")]
+    control = [flags(c) for c in dry_run(tmp_path, "--arms", "lev_shuffled", "--seeds", "1") if c[1] == "train.py"]
+    assert {(f["emb"], f["lev-id-shuffle"], os.path.basename(f["out-dir"])) for f in control} == \
+        {("lev", "1", "lev_shuffled_s1")}

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from lev import (LEV, LEVConfig, bspline_basis, bspline_basis_sparse, coefficients, coefficients_sparse,
-                 digits, lev_base, lev_num_params)
+                 digits, id_permutation, lev_base, lev_num_params)
 
 SMALL = LEVConfig(vocab_size=30, n_embd=6, k=2, d_seed=4, heads=2, kappa=5, rank=3)
 
@@ -17,6 +17,8 @@ def reference_lev(lev: LEV, ids):
     b, out = cfg.base, []
     S = 1.0 + lev.delta
     for i in ids.reshape(-1).tolist():
+        if cfg.id_shuffle:                                   # 0. the shuffled-id control: digits of pi(i)
+            i = int(lev.perm[i])
         c, rest = [], i                                      # 1. digits, least significant first, then reversed
         for _ in range(cfg.k):
             c.append(rest % b)
@@ -66,6 +68,7 @@ VARIANTS = [
     dict(basis_norm=False),
     dict(codebooks="shared"),
     dict(seed_combine="concat"),
+    dict(id_shuffle=3),
 ]
 
 
@@ -160,6 +163,20 @@ def test_num_params_formula(V, variant):
     with torch.device("meta"):
         counted = sum(p.numel() for p in LEV(cfg).parameters())
     assert lev_num_params(cfg) == counted
+
+
+def test_id_shuffle_is_lev_of_the_permuted_ids():
+    torch.manual_seed(0)
+    plain_lev = LEV(replace(SMALL, vocab_size=97))
+    shuffled = LEV(replace(SMALL, vocab_size=97, id_shuffle=5))
+    shuffled.load_state_dict({**plain_lev.state_dict(), "perm": shuffled.perm})
+    perm = id_permutation(97, 5)
+    assert sorted(perm.tolist()) == list(range(97)) and not torch.equal(perm, torch.arange(97))
+    assert torch.equal(shuffled.perm, perm) and "perm" in shuffled.state_dict()   # saved with the model
+    ids = torch.tensor([[0, 96, 5, 5, 40]])
+    torch.testing.assert_close(shuffled(ids), plain_lev(perm[ids]))
+    with pytest.raises(ValueError, match="id_shuffle"):
+        LEVConfig(id_shuffle=-1)
 
 
 def test_spec_example_gpt2_768():

@@ -140,3 +140,22 @@ def test_bad_config_is_a_clear_error():
         GPTConfig(n_embd=30, n_head=4)
     with pytest.raises(ValueError, match="exceeds block_size"):
         build("tied")(torch.zeros(1, 17, dtype=torch.long))
+
+
+@pytest.mark.parametrize("emb", ["lev", "factorized_mlp"])
+def test_id_shuffle_control_reads_the_digits_of_permuted_ids(emb):
+    plain, shuffled = build(emb), build(emb, lev_id_shuffle=7)
+    shuffled.load_state_dict({**plain.state_dict(), "wte.perm": shuffled.wte.perm})
+    ids = torch.tensor([[0, 299, 5, 5, 123]])
+    torch.testing.assert_close(shuffled.wte(ids), plain.wte(shuffled.wte.perm[ids]))
+    assert not torch.allclose(shuffled.wte(ids), plain.wte(ids))
+
+
+def test_resume_check_accepts_checkpoints_that_predate_a_field():
+    import checkpoint
+    from dataclasses import asdict
+    args, tok = asdict(TINY), dict(name="byte", vocab_size=300)
+    old = dict(model_args={k: v for k, v in args.items() if k != "lev_id_shuffle"}, tokenizer=tok)
+    checkpoint.check_compatible(old, args, tok, "old.pt")                  # the default then and now: fine
+    with pytest.raises(ValueError, match="lev_id_shuffle: checkpoint 0, now 1"):
+        checkpoint.check_compatible(old, {**args, "lev_id_shuffle": 1}, tok, "old.pt")
