@@ -43,6 +43,13 @@ def grads(out, inputs, seed=0):
     return torch.autograd.grad((out * g).sum(), inputs)
 
 
+def assert_same_function(out, ref, inputs, tol, grad_tol):
+    """out == ref in values and in gradients w.r.t. inputs; tol and grad_tol are (rtol, atol)."""
+    torch.testing.assert_close(out, ref, rtol=tol[0], atol=tol[1])
+    for g, gr in zip(grads(out, inputs), grads(ref, inputs)):
+        torch.testing.assert_close(g, gr, rtol=grad_tol[0], atol=grad_tol[1])
+
+
 # ----------------------------------------------------------------------------------------------------
 # Steps 4-6 fused == steps 4, 5, 6 as written
 
@@ -58,9 +65,7 @@ def test_spline_product_matches_plain_on_knots_and_ends(kernel, normalize, kappa
     S = (1 + 0.3 * torch.randn(3, 4, kappa, 6, dtype=torch.float64)).requires_grad_()
     ref = plain(u, S, normalize)
     out = spline_product(u, S, normalize, 1e-9, kernel)
-    torch.testing.assert_close(out, ref, rtol=1e-10, atol=1e-12)
-    for g, gr in zip(grads(out, [u, S]), grads(ref, [u, S])):
-        torch.testing.assert_close(g, gr, rtol=1e-9, atol=1e-10)
+    assert_same_function(out, ref, [u, S], tol=(1e-10, 1e-12), grad_tol=(1e-9, 1e-10))
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
@@ -72,9 +77,7 @@ def test_spline_product_negative_factors_and_signs(kernel):
     ref = plain(u, S)
     assert (ref < 0).any() and (ref > 0).any()
     out = spline_product(u, S, True, 1e-9, kernel)
-    torch.testing.assert_close(out, ref, rtol=1e-9, atol=1e-12)
-    for g, gr in zip(grads(out, [u, S]), grads(ref, [u, S])):
-        torch.testing.assert_close(g, gr, rtol=1e-7, atol=1e-9)
+    assert_same_function(out, ref, [u, S], tol=(1e-9, 1e-12), grad_tol=(1e-7, 1e-9))
 
 
 @pytest.mark.parametrize("kernel", KERNELS)
