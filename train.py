@@ -104,7 +104,7 @@ def parse_args(argv=None):
         pick(GPTConfig, args, vocab_size=2)  # architecture consistency (e.g. n_embd % n_head)
     except ValueError as e:
         parser.error(str(e))
-    return args, explicit_flags(parser, argv), preset
+    return args, explicit_flags((TrainConfig, GPTConfig), argv, skip=("vocab_size",)), preset
 
 
 # ----------------------------------------------------------------------------------------------------
