@@ -3,20 +3,16 @@ LEV: learned embedding vectorization, the input map of Leviathan (Batley & Saha,
 
 A token id i is not looked up in a V x D table. It is written in base b (its "digits"), the digits pick
 rows of k small codebooks that are summed into a seed z, and a separable (tensor-product) spline of the
-seed generates the embedding. Every step below is one function whose docstring carries the equation
-of ../shared/spec/leviathan.md section 2 (numbered the same) and the shapes; `LEV` chains them.
-Shapes use N for "any leading batch dims" (e.g. (B, T) or the distinct ids of a batch).
+seed generates the embedding. Each step below is one function whose docstring carries the equation
+(numbered as in docs/method.md, section 2) and the shapes; the LEV module chains them. N stands for any
+leading batch dims, e.g. (B, T) or the distinct ids of a batch.
 
-    python lev.py                      # walk through every step on a small vocabulary
-    python lev.py --vocab-size 50257   # the same at GPT-2's vocabulary (prints the parameter arithmetic)
+    python lev.py                                    # walk through every step on a small vocabulary
+    python lev.py --vocab-size 50257 --n-embd 768    # the same at GPT-2's vocabulary
 
-Where the paper is silent, the code says "our choice" and the alternative is a field of LEVConfig.
-
-Fast paths (tests/test_fast.py checks each against the slow per-token reference): LEV runs once per distinct
-id of a batch (dedup); steps 4-6 run fused on the <= 3 non-zero spline weights and never store phi
-(spline_product: a C++ kernel on the CPU, lev_kernel.cpp, built on first use; a chunked PyTorch path
-elsewhere); in eval mode rows of the V x D table are materialised once and looked up (LEV.lookup).
-The autograd Functions and the C++ kernel's loader live in lev_fast.py. `python bench.py` measures them.
+Where the paper is silent the comment says "our choice" and the alternative is a field of LEVConfig.
+This file is the math; lev_fast.py makes it fast (steps 4-6 fused, each distinct id once, a materialised
+table for evaluation), and tests/test_lev.py checks every path against a slow per-token loop.
 """
 import math
 from dataclasses import dataclass
@@ -35,47 +31,38 @@ class LEVConfig:
     k: int = 3                    # digits per id; the base b is derived (smallest b with b^k >= V)
     d_seed: int = 128             # d_s: seed width = number of separable spline dimensions
     heads: int = 8                # h: independent separable heads, summed at the end
-    kappa: int = 16               # spline knots per seed dimension
+    kappa: int = 16               # spline knots per seed dimension (one review of the paper's v1 reads 32)
     rank: int = 64                # r: separable modes (rank-1 products) per head
     seed_ln: bool = True          # our choice: LayerNorm before the sigmoid (KHRONOS: none)
     temperature: float = 2.0      # our choice: u = sigmoid(x / temperature); 1.0 is a plain sigmoid
     basis_norm: bool = True       # our choice: renormalise the B-spline weights to sum to 1 on [0, 1]
     codebooks: str = "per_position"  # our choice: one codebook per digit position; "shared": one for all
     seed_combine: str = "sum"     # our choice: z = sum_j C_j[c_j]; "concat": z = [C_1[c_1], ..., C_k[c_k]]
-    id_shuffle: int = 0           # control (spec section 5): 0 = digits of the tokenizer's ids; s > 0 = digits
-                                  # of pi(i), pi a fixed random permutation (seed s): no id-order structure
-    sparse_basis: bool = True     # fast path: steps 4-6 fused on the <= 3 non-zero basis weights (False: dense, plain)
-    kernel: str = "auto"          # fused steps' code: "cpp" (CPU), "torch" (any device), "auto" (cpp on CPU if built)
+    id_shuffle: int = 0           # control: 0 = digits of the tokenizer's ids; s > 0 = digits of pi(i), pi a
+                                  # fixed random permutation (seed s), which removes any id-order structure
+    sparse_basis: bool = True     # fast path: steps 4-6 fused on the <= 3 non-zero basis weights (False: as written)
+    kernel: str = "auto"          # fast path's code: "cpp" (CPU), "torch" (any device), "auto" (cpp on CPU if built)
     dedup: bool = True            # fast path: evaluate each distinct id of a batch once, then gather
     eps: float = 1e-9             # the epsilon in log(|phi| + eps) of the separable product
     init_std: float = 0.02        # our choice: std of codebooks and W_l (W_out_l: init_std / sqrt(h))
     delta_std: float = 0.1        # our choice: S = 1 + Delta, Delta ~ N(0, delta_std^2)
 
-    @property
-    def base(self) -> int:
-        return lev_base(self.vocab_size, self.k)
+    CHOICES = dict(codebooks=("per_position", "shared"), seed_combine=("sum", "concat"), kernel=("auto", "cpp", "torch"))
+    MINIMA = dict(vocab_size=1, n_embd=1, k=1, d_seed=1, heads=1, kappa=2, rank=1, id_shuffle=0)
 
-    @property
-    def seed_in(self) -> int:
-        """Width of z: d_s for the sum, k * d_s for the concatenation."""
-        return self.d_seed * (self.k if self.seed_combine == "concat" else 1)
+    base = property(lambda self: lev_base(self.vocab_size, self.k))                  # b
+    n_codebooks = property(lambda self: self.k if self.codebooks == "per_position" else 1)
+    seed_in = property(lambda self: self.d_seed * (self.k if self.seed_combine == "concat" else 1))  # width of z
 
     def __post_init__(self):
-        for name in ("vocab_size", "n_embd", "k", "d_seed", "heads", "rank"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"LEVConfig.{name} must be >= 1, got {getattr(self, name)}.")
-        if self.kappa < 2:
-            raise ValueError(f"LEVConfig.kappa (spline knots) must be >= 2, got {self.kappa}.")
+        for name, lo in self.MINIMA.items():
+            if getattr(self, name) < lo:
+                raise ValueError(f"LEVConfig.{name} must be >= {lo}, got {getattr(self, name)}.")
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"LEVConfig.{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}.")
         if self.temperature <= 0:
             raise ValueError(f"LEVConfig.temperature must be > 0, got {self.temperature}.")
-        if self.codebooks not in ("per_position", "shared"):
-            raise ValueError(f"LEVConfig.codebooks must be 'per_position' or 'shared', got {self.codebooks!r}.")
-        if self.kernel not in ("auto", "cpp", "torch"):
-            raise ValueError(f"LEVConfig.kernel must be 'auto', 'cpp' or 'torch', got {self.kernel!r}.")
-        if self.seed_combine not in ("sum", "concat"):
-            raise ValueError(f"LEVConfig.seed_combine must be 'sum' or 'concat', got {self.seed_combine!r}.")
-        if self.id_shuffle < 0:
-            raise ValueError(f"LEVConfig.id_shuffle must be 0 (off) or a positive seed, got {self.id_shuffle}.")
 
 
 def lev_base(V: int, k: int) -> int:
@@ -89,20 +76,19 @@ def lev_base(V: int, k: int) -> int:
 
 
 def lev_num_params(cfg: LEVConfig) -> int:
-    """P_LEV = n_codebooks*b*d_s + h*(d_in*d_s + 2*d_s + d_s*kappa*r + r*D)   (spec section 2).
+    """P_LEV = n_codebooks*b*d_s + h*(d_in*d_s + 2*d_s + d_s*kappa*r + r*D)   (docs/method.md, section 2).
 
     n_codebooks = k (per position) or 1 (shared); d_in = d_s (sum) or k*d_s (concat); the 2*d_s is the
-    LayerNorm's weight and bias (absent when seed_ln=False). With the defaults this is the spec's
+    LayerNorm's weight and bias (absent when seed_ln=False). With the defaults this is the paper-style
     k*b*d_s + h*(d_s^2 + 2*d_s + d_s*kappa*r + r*D).
     """
-    n_codebooks = cfg.k if cfg.codebooks == "per_position" else 1
     ln = 2 * cfg.d_seed if cfg.seed_ln else 0
     per_head = cfg.seed_in * cfg.d_seed + ln + cfg.d_seed * cfg.kappa * cfg.rank + cfg.rank * cfg.n_embd
-    return n_codebooks * cfg.base * cfg.d_seed + cfg.heads * per_head
+    return cfg.n_codebooks * cfg.base * cfg.d_seed + cfg.heads * per_head
 
 
 # ----------------------------------------------------------------------------------------------------
-# The steps of spec section 2, one function each.
+# The steps, one function each.
 
 def id_permutation(V: int, seed_: int) -> torch.Tensor:
     """Step 0 (a control, off by default). pi: a fixed random permutation of 0..V-1; with it, LEV writes
@@ -132,19 +118,21 @@ def seed(c: torch.Tensor, codebooks: torch.Tensor, combine: str = "sum") -> torc
     return rows.sum(-2) if combine == "sum" else rows.flatten(-2)      # (N, d_s) or (N, k*d_s)
 
 
+def digit_seed(ids: torch.Tensor, codebooks: torch.Tensor, cfg: LEVConfig, perm=None) -> torch.Tensor:
+    """Steps 0-2 together (LEV and the factorized_mlp ablation share them): ids (N) -> z (N, d_in)."""
+    return seed(digits(perm[ids] if perm is not None else ids, cfg.k, cfg.base), codebooks, cfg.seed_combine)
+
+
 def unit_cube(z: torch.Tensor, W: torch.Tensor, ln_weight, ln_bias, temperature: float) -> torch.Tensor:
     """Step 3. u_l = sigmoid( LN_l(W_l z) / temperature ), per head l = 1..h.
 
     z (N, d_in); W (h, d_s, d_in) with no bias; ln_weight, ln_bias (h, d_s), or None for no LayerNorm.
-    -> u (N, h, d_s), every entry in (0, 1). The spec's default temperature is 2 ("/2").
+    -> u (N, h, d_s), every entry in (0, 1). The default temperature is 2 (the "/2").
     """
-    h, d_s, d_in = W.shape
-    x = (z.reshape(-1, d_in) @ W.reshape(h * d_s, d_in).T).view(-1, h, d_s)  # (N, h, d_s), all heads in one matmul
-    if ln_weight is not None:                                                # LN_l(x) / T, the affine folded with 1/T
-        x = torch.addcmul(ln_bias / temperature, F.layer_norm(x, (d_s,)), ln_weight / temperature)
-    else:
-        x = x / temperature
-    return torch.sigmoid(x).reshape(*z.shape[:-1], h, d_s)
+    x = torch.einsum("...i,hsi->...hs", z, W)                                # (N, h, d_s)  W_l z for every head
+    if ln_weight is not None:
+        x = F.layer_norm(x, x.shape[-1:]) * ln_weight + ln_bias             # (N, h, d_s)  LN_l, per-head affine
+    return torch.sigmoid(x / temperature)                                    # (N, h, d_s)
 
 
 def bspline_kernel(d: torch.Tensor) -> torch.Tensor:
@@ -153,7 +141,7 @@ def bspline_kernel(d: torch.Tensor) -> torch.Tensor:
 
 
 def bspline_basis(u: torch.Tensor, kappa: int, normalize: bool = True) -> torch.Tensor:
-    """Step 4 (dense). B_g(u) = K(|u - t_g| (kappa-1)), knots t_g = g/(kappa-1), g = 0..kappa-1.
+    """Step 4. B_g(u) = K(|u - t_g| (kappa-1)), knots t_g = g/(kappa-1), g = 0..kappa-1.
 
     u (...) in (0, 1) -> B (..., kappa); at most 3 entries of a row are non-zero. normalize=True divides
     by the row sum (our choice: at u = 0 or 1 the raw sum is 0.875, in the interior it is exactly 1).
@@ -164,7 +152,7 @@ def bspline_basis(u: torch.Tensor, kappa: int, normalize: bool = True) -> torch.
 
 
 def bspline_basis_sparse(u: torch.Tensor, kappa: int, normalize: bool = True):
-    """Step 4 (compact support). The same weights as bspline_basis, only the <= 3 non-zero ones.
+    """Step 4 on the compact support: the same weights as bspline_basis, only the <= 3 non-zero ones.
 
     With x = u (kappa-1) and g0 = floor(x + 1/2), only knots g0-1, g0, g0+1 have |x - g| < 1.5.
     u (...) -> (idx (..., 3) int64 in [0, kappa-1], w (..., 3)); out-of-range knots get weight 0.
@@ -172,28 +160,16 @@ def bspline_basis_sparse(u: torch.Tensor, kappa: int, normalize: bool = True):
     x = u * (kappa - 1)                                                      # (...)
     g = torch.floor(x.detach() + 0.5).long().unsqueeze(-1) + torch.arange(-1, 2, device=u.device)  # (..., 3)
     w = bspline_kernel((x.unsqueeze(-1) - g).abs())                          # (..., 3)
-    valid = (g >= 0) & (g < kappa)
-    w = torch.where(valid, w, torch.zeros_like(w))
-    if normalize:
-        w = w / w.sum(-1, keepdim=True)
-    return g.clamp(0, kappa - 1), w
+    w = torch.where((g >= 0) & (g < kappa), w, torch.zeros_like(w))
+    return g.clamp(0, kappa - 1), (w / w.sum(-1, keepdim=True) if normalize else w)
 
 
 def coefficients(B: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
-    """Step 5 (dense). phi_{l,p,m} = sum_g B_{l,p,g} S_{l,p,g,m}, with S = 1 + Delta.
+    """Step 5. phi_{l,p,m} = sum_g B_{l,p,g} S_{l,p,g,m}, with S = 1 + Delta.
 
     B (N, h, d_s, kappa); S (h, d_s, kappa, r) -> phi (N, h, d_s, r).
     """
     return torch.einsum("...hpg,hpgm->...hpm", B, S)
-
-
-def coefficients_sparse(idx: torch.Tensor, w: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
-    """Step 5 (compact support). phi_{l,p,m} = sum_{j<3} w_{l,p,j} S_{l,p,idx_{l,p,j},m}.
-
-    idx, w (N, h, d_s, 3); S (h, d_s, kappa, r) -> phi (N, h, d_s, r). Accumulates 3 weighted rows of S
-    instead of a kappa-long contraction; autograd keeps idx, w, S only, not the gathered rows (lev_fast.Coefficients).
-    """
-    return lev_fast.Coefficients.apply(idx, w, S)
 
 
 def separable_product(phi: torch.Tensor, eps: float = 1e-9) -> torch.Tensor:
@@ -208,35 +184,15 @@ def separable_product(phi: torch.Tensor, eps: float = 1e-9) -> torch.Tensor:
     return sign * torch.exp(log_mag)
 
 
-def spline_product(u: torch.Tensor, S: torch.Tensor, normalize: bool = True, eps: float = 1e-9,
-                   kernel: str = "auto") -> torch.Tensor:
-    """Steps 4-6 fused (the fast path): M_{l,m} = prod_p sum_{j<3} w_{l,p,j} S_{l,p,idx_{l,p,j},m} with
-    (idx, w) = bspline_basis_sparse(u), in log space as in separable_product. phi (N, h, d_s, r) is never
-    stored: the backward recomputes it from u and S.
-
-    u (N, h, d_s); S (h, d_s, kappa, r) -> M (N, h, r). kernel: "cpp" (lev_kernel.cpp: the basis is computed
-    inside too, CPU), "torch" (bspline_basis_sparse, then chunks of ids; any device), "auto" (cpp for CPU
-    tensors when it builds, else torch).
-    """
-    if kernel == "auto":
-        kernel = "cpp" if u.device.type == "cpu" and lev_fast.cpp_kernel(required=False) is not None else "torch"
-    if kernel == "cpp":
-        lev_fast.cpp_kernel(required=True)
-        return lev_fast.cpp_spline_product(u.contiguous(), S.contiguous(), normalize, eps)     # (N, h, r)
-    idx, w = bspline_basis_sparse(u, S.shape[2], normalize)                                    # (N, h, d_s, 3) x2
-    log_mag, sign = lev_fast.SparseLogProduct.apply(idx, w, S, eps)                            # (N, h, r) x2
-    return sign * torch.exp(log_mag)
-
-
 def merge_heads(M: torch.Tensor, W_out: torch.Tensor) -> torch.Tensor:
     """Step 7. e = sum_l M_l W_out_l.   M (N, h, r); W_out (h, r, D) -> e (N, D)."""
-    return M.flatten(-2) @ W_out.flatten(0, 1)                               # (N, h*r) @ (h*r, D)
+    return torch.einsum("...hm,hmd->...d", M, W_out)                         # (N, D)
 
 
 # ----------------------------------------------------------------------------------------------------
 
 class LEV(nn.Module):
-    """G: token id -> R^D, the chain of steps 1-7. Parameters (spec's initialisation, our choice):
+    """G: token id -> R^D, the chain of steps 0-7. Parameters (initialisation: our choice):
     codebooks (k or 1, b, d_s) and W (h, d_s, d_in) ~ N(0, 0.02^2); LayerNorm weight 1, bias 0;
     delta (h, d_s, kappa, r) ~ N(0, 0.1^2) with S = 1 + delta; W_out (h, r, D) ~ N(0, (0.02/sqrt(h))^2).
     The math runs in float32 even under bf16 autocast (a bf16 knot grid breaks the spline).
@@ -245,80 +201,58 @@ class LEV(nn.Module):
     def __init__(self, cfg: LEVConfig):
         super().__init__()
         self.cfg = cfg
-        n_codebooks = cfg.k if cfg.codebooks == "per_position" else 1
         h, d_s = cfg.heads, cfg.d_seed
-        self.codebooks = nn.Parameter(torch.randn(n_codebooks, cfg.base, d_s) * cfg.init_std)
+        self.codebooks = nn.Parameter(torch.randn(cfg.n_codebooks, cfg.base, d_s) * cfg.init_std)
         self.W = nn.Parameter(torch.randn(h, d_s, cfg.seed_in) * cfg.init_std)
         self.ln_weight = nn.Parameter(torch.ones(h, d_s)) if cfg.seed_ln else None
         self.ln_bias = nn.Parameter(torch.zeros(h, d_s)) if cfg.seed_ln else None
         self.delta = nn.Parameter(torch.randn(h, d_s, cfg.kappa, cfg.rank) * cfg.delta_std)
         self.W_out = nn.Parameter(torch.randn(h, cfg.rank, cfg.n_embd) * (cfg.init_std / math.sqrt(h)))
-        self._table, self._filled, self._table_key = None, None, None  # lazily materialised (lookup)
         if cfg.id_shuffle:                                                # step 0, the shuffled-id control
             self.register_buffer("perm", id_permutation(cfg.vocab_size, cfg.id_shuffle))  # (V,) saved with the model
+        self._table = lev_fast.TableCache()                              # rows of G(0..V-1) for evaluation
+
+    def coordinates(self, ids: torch.Tensor) -> torch.Tensor:
+        """Steps 0-3: ids (N) -> u (N, h, d_s) in the unit cube, float32."""
+        p = self.float32_params()
+        with torch.autocast(device_type=ids.device.type, enabled=False):
+            z = digit_seed(ids, p["codebooks"], self.cfg, getattr(self, "perm", None))  # (N, d_in)
+            return unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), self.cfg.temperature)
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
-        """Steps 1-7 for every entry of ids (N) -> (N, D), no deduplication. float32 throughout."""
-        cfg = self.cfg
-        dt = torch.promote_types(self.W.dtype, torch.float32)             # float32 (float64 stays float64)
-        p = {name: t.to(dt) for name, t in self.named_parameters()}
+        """Steps 0-7 for every entry of ids (N) -> e (N, D) float32, no deduplication."""
+        cfg, p = self.cfg, self.float32_params()
+        u = self.coordinates(ids)                                                  # (N, h, d_s)
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            c = digits(self.perm[ids] if cfg.id_shuffle else ids, cfg.k, cfg.base)     # (N, k)
-            z = seed(c, p["codebooks"], cfg.seed_combine)                              # (N, d_in)
-            u = unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)  # (N, h, d_s)
-            S = 1.0 + p["delta"]                                                       # (h, d_s, kappa, r)
-            if cfg.sparse_basis:                                                       # steps 4-6 fused
-                M = spline_product(u, S, cfg.basis_norm, cfg.eps, cfg.kernel)          # (N, h, r), phi never stored
-            else:                                                                      # steps 4, 5, 6 as written
-                B = bspline_basis(u, cfg.kappa, cfg.basis_norm)                        # (N, h, d_s, kappa)
-                phi = coefficients(B, S)                                               # (N, h, d_s, r)
-                M = separable_product(phi, cfg.eps)                                    # (N, h, r)
-            return merge_heads(M, p["W_out"])                                          # (N, D)
+            S = 1.0 + p["delta"]                                                   # (h, d_s, kappa, r)
+            if cfg.sparse_basis:                                                   # steps 4-6 fused, phi never stored
+                M = lev_fast.spline_product(u, S, cfg.basis_norm, cfg.eps, cfg.kernel)  # (N, h, r)
+            else:                                                                  # steps 4, 5, 6 as written
+                phi = coefficients(bspline_basis(u, cfg.kappa, cfg.basis_norm), S)  # (N, h, d_s, r)
+                M = separable_product(phi, cfg.eps)                                # (N, h, r)
+            return merge_heads(M, p["W_out"])                                      # (N, D)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """ids (B, T) int64 -> embeddings (B, T, D) float32."""
-        checked = not torch.compiler.is_compiling() and ids.numel()             # (.item() would break a graph)
-        if checked and (int(ids.min()) < 0 or int(ids.max()) >= self.cfg.vocab_size):
-            raise ValueError(f"LEV got token ids outside [0, {self.cfg.vocab_size}): "
-                             f"min {int(ids.min())}, max {int(ids.max())}. Check the tokenizer's vocab_size.")
-        if self.cfg.dedup:
-            uniq, inverse = _unique(ids)                                               # (U,), (B, T) into uniq
-            return self.generate(uniq)[inverse]                                        # (B, T, D)
-        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                     # (B, T, D)
+        lev_fast.check_ids(ids, self.cfg.vocab_size, "LEV")
+        if self.cfg.dedup:                                                         # each distinct id once
+            uniq, inverse = lev_fast.unique(ids)                                   # (U,), (B, T) into uniq
+            return self.generate(uniq)[inverse]                                    # (B, T, D)
+        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                 # (B, T, D)
 
-    @torch.no_grad()
-    def lookup(self, ids: torch.Tensor, chunk_size: int = 1024) -> torch.Tensor:
-        """Embeddings of ids (any shape) -> (..., D) from the materialised table, without autograd.
+    def float32_params(self) -> dict:
+        """The parameters in float32 (float64 stays float64), by name."""
+        dt = torch.promote_types(self.W.dtype, torch.float32)
+        return {name: t.to(dt) for name, t in self.named_parameters()}
 
-        The table is filled lazily: only rows that have been asked for are ever computed, each once,
-        so evaluating or sampling touches at most V rows and usually far fewer. Parameters changed in
-        place (optimizer.step, load_state_dict) bump their version counter, which is part of the cache
-        key, so a stale row is never returned.
-        """
-        key = tuple((p.data_ptr(), p._version) for p in self.parameters())
-        if self._table is None or self._table_key != key or self._table.device != ids.device:
-            self._table = torch.zeros(self.cfg.vocab_size, self.cfg.n_embd, device=ids.device)  # (V, D)
-            self._filled = torch.zeros(self.cfg.vocab_size, dtype=torch.bool, device=ids.device)  # (V,)
-            self._table_key = key
-        flat = ids.reshape(-1)
-        missing = flat[~self._filled[flat]]                   # usually empty: then 3 cheap ops, no LEV work
-        if missing.numel():
-            missing = torch.unique(missing)
-            for chunk in missing.split(chunk_size):
-                self._table[chunk] = self.generate(chunk).to(self._table.dtype)
-            self._filled[missing] = True
-        return F.embedding(ids, self._table)
+    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        """Embeddings of ids (any shape) -> (..., D) from the materialised table, without autograd: each
+        row is computed once, when first asked for, and recomputed after the weights change."""
+        return self._table.lookup(self, ids)
 
-    def materialize(self, chunk_size: int = 1024) -> torch.Tensor:
-        """The whole V x D table G(0..V-1), computed in chunks (e.g. to export it); cached like lookup()."""
-        self.lookup(torch.arange(self.cfg.vocab_size, device=self.W.device), chunk_size)
-        return self._table
-
-
-@torch.compiler.disable
-def _unique(ids: torch.Tensor):
-    """torch.unique with the inverse map, kept out of torch.compile graphs (its output size depends on the data)."""
-    return torch.unique(ids, return_inverse=True)
+    def materialize(self) -> torch.Tensor:
+        """The whole V x D table G(0..V-1) (e.g. to export it as an ordinary embedding table)."""
+        return self._table.lookup(self, torch.arange(self.cfg.vocab_size, device=self.W.device))
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -330,20 +264,20 @@ def _walkthrough(V: int, D: int):
     lev = LEV(cfg)
     ids = torch.tensor([[0, 1, 2, V // 2, V - 1]])
     rng = lambda t: f"min {t.min().item():+.4f}  max {t.max().item():+.4f}"
-    print(f"LEV walk-through: V={V}, D={D}, k={cfg.k} -> base b={cfg.base} "
-          f"(b^k = {cfg.base ** cfg.k} >= V; (b-1)^k = {(cfg.base - 1) ** cfg.k} < V)")
+    b, k = cfg.base, cfg.k
+    print(f"LEV walk-through: V={V}, D={D}, k={k} -> base b={b} (b^k = {b ** k} >= V; (b-1)^k = {(b - 1) ** k} < V)")
     print(f"  d_s={cfg.d_seed}, h={cfg.heads}, kappa={cfg.kappa}, r={cfg.rank}\n")
     print(f"ids {tuple(ids.shape)}: {ids.tolist()[0]}")
-    c = digits(ids, cfg.k, cfg.base)
+    c = digits(ids, k, b)
     print(f"1. digits c {tuple(c.shape)}: {c[0].tolist()}")
     z = seed(c, lev.codebooks, cfg.seed_combine)
     print(f"2. seed z = sum_j C_j[c_j] {tuple(z.shape)}: {rng(z)}")
     u = unit_cube(z, lev.W, lev.ln_weight, lev.ln_bias, cfg.temperature)
     print(f"3. u = sigmoid(LN(W z)/{cfg.temperature:g}) {tuple(u.shape)}: {rng(u)}  (inside (0, 1))")
     B = bspline_basis(u, cfg.kappa, cfg.basis_norm)
-    nz = (B > 0).sum(-1)
+    nz, sums = (B > 0).sum(-1), B.sum(-1)
     print(f"4. basis B {tuple(B.shape)}: non-zeros per row {nz.min().item()}..{nz.max().item()} of {cfg.kappa}, "
-          f"row sums {B.sum(-1).min().item():.4f}..{B.sum(-1).max().item():.4f}")
+          f"row sums {sums.min().item():.4f}..{sums.max().item():.4f}")
     phi = coefficients(B, 1.0 + lev.delta)
     print(f"5. phi = B . S, S = 1 + Delta {tuple(phi.shape)}: {rng(phi)}  (factors near 1)")
     M = separable_product(phi, cfg.eps)
@@ -351,23 +285,24 @@ def _walkthrough(V: int, D: int):
     e = merge_heads(M, lev.W_out)
     print(f"7. e = sum_l M_l W_out_l {tuple(e.shape)}: {rng(e)}, std {e.std().item():.4f}")
     assert torch.allclose(e, lev(ids), atol=1e-5), "the chained steps should equal LEV.forward"
-    p_lev, p_table = lev_num_params(cfg), V * D
-    counted = sum(p.numel() for p in lev.parameters())
+    p_lev, p_table, counted = lev_num_params(cfg), V * D, sum(p.numel() for p in lev.parameters())
     print(f"\nparameters: LEV {p_lev:,} (counted {counted:,}) vs dense V x D table {p_table:,} "
           f"-> {p_lev / p_table:.1%} of the table")
     if p_lev > p_table:
         print("  (at this small V a dense table is cheaper: LEV's cost is dominated by h*d_s*kappa*r and grows with V "
               "only through b ~ V^(1/k); try --vocab-size 50257 --n-embd 768)")
-    n_cb = cfg.k if cfg.codebooks == "per_position" else 1
-    print(f"  codebooks {n_cb}*{cfg.base}*{cfg.d_seed} = {n_cb * cfg.base * cfg.d_seed:,}; per head: "
+    print(f"  codebooks {cfg.n_codebooks}*{b}*{cfg.d_seed} = {cfg.n_codebooks * b * cfg.d_seed:,}; per head: "
           f"W {cfg.seed_in * cfg.d_seed:,} + LN {2 * cfg.d_seed if cfg.seed_ln else 0} + "
           f"S {cfg.d_seed * cfg.kappa * cfg.rank:,} + W_out {cfg.rank * D:,}; x {cfg.heads} heads")
 
 
+@dataclass
+class WalkthroughConfig:
+    vocab_size: int = 1000        # V of the example (try 50257, GPT-2's)
+    n_embd: int = 64              # D of the example (try 768)
+
+
 if __name__ == "__main__":
-    import argparse
-    ap = argparse.ArgumentParser(description="Walk through LEV's steps on a small vocabulary.")
-    ap.add_argument("--vocab-size", "--vocab_size", type=int, default=1000)
-    ap.add_argument("--n-embd", "--n_embd", type=int, default=64)
-    a = ap.parse_args()
+    from cli import parse
+    a = parse(WalkthroughConfig, description="Walk through LEV's steps on a small vocabulary.")
     _walkthrough(a.vocab_size, a.n_embd)

@@ -11,8 +11,8 @@ import pytest
 import torch
 
 import lev_fast
-from lev import (LEV, LEVConfig, bspline_basis, coefficients, coefficients_sparse, bspline_basis_sparse,
-                 separable_product, spline_product)
+from lev import LEV, LEVConfig, bspline_basis, coefficients, separable_product
+from lev_fast import spline_product
 from test_lev import SMALL, reference_lev
 
 
@@ -109,22 +109,39 @@ def test_log_group_cannot_underflow():
 # ----------------------------------------------------------------------------------------------------
 # gradcheck of the custom autograd Functions and the C++ op
 
-def test_gradcheck_lean_coefficients():
+@pytest.mark.parametrize("normalize", [True, False])
+def test_gradcheck_torch_path(normalize, monkeypatch):
+    """The chunked torch path (the GPU's), several chunks: gradcheck through its recomputing backward."""
+    monkeypatch.setattr(lev_fast, "CHUNK_ELEMENTS", 2 * 4 * 3)              # one id per chunk
     torch.manual_seed(0)
-    u = torch.rand(3, 2, 4, dtype=torch.float64)
-    idx, w = bspline_basis_sparse(u, 5)
-    w = w.detach().requires_grad_()
+    u = (0.02 + 0.96 * torch.rand(3, 2, 4, dtype=torch.float64)).requires_grad_()
     S = (1 + 0.1 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()
-    assert torch.autograd.gradcheck(lambda w_, S_: coefficients_sparse(idx, w_, S_), (w, S))
+    assert len(lev_fast.chunks(3, S)) == 3
+    assert torch.autograd.gradcheck(lambda u_, S_: spline_product(u_, S_, normalize, 1e-9, "torch"), (u, S))
 
 
-def test_gradcheck_sparse_log_product():
-    torch.manual_seed(0)
-    u = torch.rand(3, 2, 4, dtype=torch.float64)
-    idx, w = bspline_basis_sparse(u, 5)
-    w = w.detach().requires_grad_()
-    S = (1 + 0.1 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()
-    assert torch.autograd.gradcheck(lambda w_, S_: lev_fast.SparseLogProduct.apply(idx, w_, S_, 1e-9)[0], (w, S))
+def test_torch_path_memory_is_bounded_whatever_the_number_of_ids(monkeypatch):
+    """Bounded memory: between forward and backward the torch path keeps u (N, h, d_s), M (N, h, r) and S, never a
+    phi-sized tensor (N, h, d_s, r), for any number N of distinct ids (the plain path keeps phi); inside
+    the backward, no tensor is larger than one chunk's phi."""
+    h, d_s, kappa, r = 2, 16, 8, 32
+    S = (1 + 0.1 * torch.randn(h, d_s, kappa, r)).requires_grad_()
+    monkeypatch.setattr(lev_fast, "CHUNK_ELEMENTS", 8 * h * d_s * r)       # 8 ids per chunk
+
+    def saved(fn, N):
+        """Sizes of the tensors saved for backward by the forward, and by the backward's recomputation."""
+        fwd, bwd = [], []
+        u = torch.rand(N, h, d_s, requires_grad=True)
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: fwd.append(t.numel()) or t, lambda t: t):
+            out = fn(u, S)
+        with torch.autograd.graph.saved_tensors_hooks(lambda t: bwd.append(t.numel()) or t, lambda t: t):
+            out.sum().backward()
+        return max(fwd), max(bwd, default=0)
+
+    for N in (64, 4096):
+        fwd, bwd = saved(lambda u, S: spline_product(u, S, kernel="torch"), N)
+        assert fwd <= max(N * h * max(d_s, r), S.numel()) and bwd <= lev_fast.CHUNK_ELEMENTS   # u, M, S
+    assert saved(plain, 64)[0] >= 64 * h * d_s * r                           # the check can fail
 
 
 @pytest.mark.skipif(not cpp_available(), reason="no C++ compiler")
