@@ -1,6 +1,7 @@
 """Reading a prepared dataset: memory-mapped shards, reproducible random batches, fixed eval windows.
 
     python data/loader.py data/default          # summary, full id check, one decoded sample batch
+    python data/loader.py data/pile --rows 4 --block-size 256 --check-ids=False
 
     from data.loader import TokenData
     d = TokenData("data/default")               # from data/prepare.ensure_dataset("default")
@@ -26,6 +27,7 @@ The batch contract (get_batch is a pure function of its arguments):
 import json
 import os
 import sys
+from dataclasses import dataclass
 
 if __package__ in (None, ""):  # run as `python data/loader.py`: import the `data` package from the repo root
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -33,7 +35,7 @@ if __package__ in (None, ""):  # run as `python data/loader.py`: import the `dat
 import numpy as np
 
 from data.shards import read_shard
-from data.tokenizers import get_tokenizer
+from data.tokenizers import NAMES, get_tokenizer
 
 SPLITS = {"train": 0, "val": 1}
 CHECK_IDS_BELOW = 100_000_000  # datasets smaller than this get every id range-checked when opened
@@ -48,16 +50,27 @@ def splitmix64(key, k):
         return z ^ (z >> np.uint64(31))
 
 
+def split_dir_name(base):
+    """(dataset, tokenizer) of a folder name made by prepare.dataset_dir_name: "pile_o200k_base" ->
+    ("pile", "o200k_base"), "my_corpus_char" -> ("my_corpus", "char"), "pile" -> ("pile", "")."""
+    for tok in sorted(NAMES, key=len, reverse=True):  # tokenizer names hold "_" too: match the known ones
+        if base.endswith("_" + tok) and len(base) > len(tok) + 1:
+            return base[:-len(tok) - 1], tok
+    return base, ""
+
+
 def prepare_hint(path):
     """The command that prepares the dataset folder `path` (for error messages)."""
-    base = os.path.basename(os.path.normpath(path))
-    name, _, tok = base.partition("_")
+    from data.prepare import DATA_ROOT, DATASETS, DEFAULT_TOKENIZER
+
+    name, tok = split_dir_name(os.path.basename(os.path.normpath(path)))
+    flags = f" --tokenizer {tok}" if tok and tok != DEFAULT_TOKENIZER else ""
+    if os.path.abspath(os.path.dirname(os.path.normpath(path))) != DATA_ROOT:  # not where prepare writes
+        flags += f" --out-dir {path}"
     extra = {"text": " --input 'FILES'", "pile": " --input 'pile/train/*.jsonl.zst'"}.get(name, "")
-    if name in ("default", "shakespeare", "text", "pile"):
-        return f"python data/prepare.py {name}{extra}" + (f" --tokenizer {tok}" if tok else "")
-    return "python data/prepare.py {default,shakespeare,text,pile} --out-dir " + path
-
-
+    if name in DATASETS:
+        return f"python data/prepare.py {name}{extra}{flags}"
+    return "python data/prepare.py {" + ",".join(DATASETS) + "}" + flags
 class TokenData:
     """A prepared dataset folder: meta.json, train/val shards, train_counts.npy."""
 
@@ -186,9 +199,30 @@ def open_dataset(name, data_root="", say=print):
     return TokenData(path)
 
 
+# ----------------------------------------------------------------------------- command line
+@dataclass
+class ShowConfig:
+    path: str = "data/default"  # a prepared dataset folder (data/<name>)
+    rows: int = 2  # random training windows to decode and print
+    block_size: int = 64  # tokens per printed window
+    check_ids: bool = True  # range-check every token id of every shard first (reads the whole dataset)
+
+
+def main(argv=None):
+    from cli import checked, parse
+
+    c = parse(ShowConfig, argv, description=__doc__, positional=("path",),
+              checks=dict(rows=checked(int, 0), block_size=checked(int, 1)))
+    d = TokenData(c.path, check_ids=c.check_ids)
+    print(d.summary(), "(every token id checked)" if c.check_ids else "")
+    if c.rows:
+        x, _ = d.get_batch("train", batch_size=c.rows, block_size=c.block_size)
+        for row in x:
+            print("---\n" + d.tokenizer().decode(row))
+
+
 if __name__ == "__main__":
-    d = TokenData(sys.argv[1] if len(sys.argv) > 1 else "data/default", check_ids=True)
-    print(d.summary(), "(every token id checked)")
-    x, y = d.get_batch("train", batch_size=2, block_size=64)
-    for row in x:
-        print("---\n" + d.tokenizer().decode(row))
+    try:
+        main()
+    except (OSError, ValueError, ImportError) as e:
+        sys.exit(f"error: {e}")

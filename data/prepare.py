@@ -5,6 +5,8 @@
     python data/prepare.py shakespeare --tokenizer char              # -> data/shakespeare_char (downloads once)
     python data/prepare.py shakespeare --input path/to/input.txt     # offline: a local tinyshakespeare
     python data/prepare.py text --input 'notes/*.txt' more.jsonl     # any local .txt/.md/.jsonl(.zst)
+    python data/prepare.py wikitext103                               # WikiText-103 raw (downloads ~190 MB once)
+    python data/prepare.py wikitext103 --input path/to/wikitext-103-raw   # offline: the unzipped folder (or zip)
     python data/prepare.py pile --input 'pile/train/*.jsonl.zst' --val-input pile/val.jsonl.zst \\
         --max-tokens 2e9 --max-val-tokens 1e7 --workers 16           # The Pile, streamed
 
@@ -23,18 +25,20 @@ import os
 import shutil
 import sys
 import time
+from dataclasses import dataclass, field
 
 if __package__ in (None, ""):  # run as `python data/prepare.py`: import the `data` package from the repo root
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 import numpy as np
 
+from cli import add_dataclass_args, checked, number, pick
 from data import sources
 from data.shards import token_dtype, write_shard
 from data.tokenizers import NAMES, CharTokenizer, get_tokenizer
 
 DATA_ROOT = os.path.dirname(os.path.abspath(__file__))  # prepared datasets live in data/<name>/
-DATASETS = ("default", "shakespeare", "text", "pile")
+DATASETS = ("default", "shakespeare", "text", "pile", "wikitext103", "wikitext2")
 DEFAULT_TOKENIZER = "gpt2"
 
 
@@ -178,21 +182,21 @@ def tokenize_into(tmp_dir, name, pieces, val_pieces, tokenizer, workers, shard_t
     docs = 0
     bar = tqdm(total=max_tokens, unit="tok", unit_scale=True, disable=not progress, smoothing=0.1,
                desc=f"{name}: tokenizing with {tokenizer.name}, {max(workers, 1)} worker(s)")
-    for stream, capped in ((pieces, writers["train"]), (val_pieces, writers["val"])):
-        if stream is None:
-            continue
-        results = tokenized(stream, tokenizer, workers, chunk_chars)
-        for ids, n_docs in results:
-            before = writers["train"].total
-            for split in ("train", "val"):
-                writers[split].add(ids[split])
-            docs += n_docs
-            bar.update(writers["train"].total - before)
-            bar.set_postfix(docs=docs, val=writers["val"].total, refresh=False)
-            if capped.full():
-                break
-        results.close()  # stops the worker processes and the reading of the input
-    bar.close()
+    with bar:  # closed on errors too, so an error message is not glued to the bar's line
+        for stream, capped in ((pieces, writers["train"]), (val_pieces, writers["val"])):
+            if stream is None:
+                continue
+            results = tokenized(stream, tokenizer, workers, chunk_chars)
+            for ids, n_docs in results:
+                before = writers["train"].total
+                for split in ("train", "val"):
+                    writers[split].add(ids[split])
+                docs += n_docs
+                bar.update(writers["train"].total - before)
+                bar.set_postfix(docs=docs, val=writers["val"].total, refresh=False)
+                if capped.full():
+                    break
+            results.close()  # stops the worker processes and the reading of the input
     for w in writers.values():
         w.close()
     return writers, docs
@@ -241,56 +245,91 @@ def ensure_dataset(name="default", data_root=DATA_ROOT, tokenizer=DEFAULT_TOKENI
 
 
 # ----------------------------------------------------------------------------- command line
-def main(argv=None):
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter,
-                                epilog="examples:\n" + __doc__.split("\n\n")[1])
-    p.add_argument("dataset", choices=DATASETS)
-    p.add_argument("--tokenizer", default=DEFAULT_TOKENIZER, choices=NAMES)
-    p.add_argument("--input", nargs="+", help="files or quoted globs (shakespeare: a local copy; text, pile: required)")
-    p.add_argument("--val-input", nargs="+", help="validation files (text, pile); default: hold out --val-fraction")
-    p.add_argument("--out-dir", help="default: data/<dataset>, or data/<dataset>_<tokenizer> for non-gpt2")
-    p.add_argument("--val-fraction", type=float, default=0.1, help="held-out fraction (default 0.1)")
-    p.add_argument("--shard-tokens", type=lambda s: int(float(s)), default=100_000_000, help="tokens per shard (1e8)")
-    p.add_argument("--max-tokens", type=lambda s: int(float(s)), help="stop after this many train tokens")
-    p.add_argument("--max-val-tokens", type=lambda s: int(float(s)), help="keep at most this many val tokens")
-    p.add_argument("--workers", type=int, help="tokenizer processes (default: 1 for default/shakespeare, else all CPUs)")
-    p.add_argument("--chunk-chars", type=lambda s: int(float(s)), default=1 << 20, help="characters per worker task (1M)")
-    a = p.parse_args(argv)
-    out_dir = a.out_dir or os.path.join(DATA_ROOT, dataset_dir_name(a.dataset, a.tokenizer))
-    workers = a.workers or (1 if a.dataset in ("default", "shakespeare") else os.cpu_count())
-    if not 0 <= a.val_fraction < 1:
-        p.error("--val-fraction must be in [0, 1).")
-    if a.dataset in ("text", "pile") and not a.input:
-        p.error(f"the {a.dataset} dataset needs --input FILES (e.g. --input 'corpus/*.jsonl.zst').")
-    if a.val_input and a.dataset not in ("text", "pile"):
-        p.error("--val-input is for the text and pile datasets.")
+@dataclass
+class PrepareConfig:
+    dataset: str  # which dataset to prepare
+    tokenizer: str = DEFAULT_TOKENIZER  # gpt2 (the paper's), cl100k_base, o200k_base, char or byte
+    input: list[str] = field(default_factory=list)  # files or quoted globs (text, pile: required; shakespeare:
+    # a local copy; wikitext103 / wikitext2: the unzipped folder or the .zip)
+    val_input: list[str] = field(default_factory=list)  # validation files (text, pile); none: hold out
+    # --val-fraction of the input
+    out_dir: str = ""  # where to write it ('': data/<dataset>, or data/<dataset>_<tokenizer> for non-gpt2)
+    val_fraction: float = 0.1  # held-out fraction of the input when there is no separate validation input
+    shard_tokens: int = 100_000_000  # tokens per shard file
+    max_tokens: int | None = None  # stop after this many train tokens (None: all the input)
+    max_val_tokens: int | None = None  # keep at most this many val tokens (None: all)
+    workers: int | None = None  # tokenizer processes (None: 1 for default, shakespeare and wikitext2, else all CPUs)
+    chunk_chars: int = 1 << 20  # characters per worker task
 
-    val_pieces, make_val = None, None
-    if a.dataset == "default":
+    def __post_init__(self):
+        if not 0 <= self.val_fraction < 1:
+            raise ValueError(f"--val-fraction must be in [0, 1), got {self.val_fraction}.")
+        if self.dataset in ("text", "pile") and not self.input:
+            raise ValueError(f"the {self.dataset} dataset needs --input FILES (e.g. --input 'corpus/*.jsonl.zst').")
+        if self.val_input and self.dataset not in ("text", "pile"):
+            raise ValueError("--val-input is for the text and pile datasets.")
+        if self.dataset in ("shakespeare", *sources.WIKITEXT_URLS) and len(self.input) > 1:
+            raise ValueError(f"the {self.dataset} dataset takes one --input, got {len(self.input)}.")
+
+
+CHOICES = dict(dataset=DATASETS, tokenizer=NAMES)
+CHECKS = dict(shard_tokens=checked(number, 1), max_tokens=checked(number, 1), max_val_tokens=checked(number, 0),
+              workers=checked(int, 1), chunk_chars=checked(number, 1))
+SMALL = ("default", "shakespeare", "wikitext2")  # tokenized in this process unless --workers says otherwise
+
+
+def parse_args(argv=None):
+    """(PrepareConfig, parser) from the command line (the parser reports later errors, exit code 2)."""
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], epilog="examples:\n" + __doc__.split("\n\n")[1],
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_dataclass_args(p, PrepareConfig, positional=("dataset",), choices=CHOICES, checks=CHECKS)
+    try:
+        return pick(PrepareConfig, p.parse_args(argv)), p
+    except ValueError as e:
+        p.error(str(e))
+
+
+def main(argv=None):
+    c, p = parse_args(argv)
+    out_dir = c.out_dir or os.path.join(DATA_ROOT, dataset_dir_name(c.dataset, c.tokenizer))
+    workers = c.workers or (1 if c.dataset in SMALL else os.cpu_count())
+    downloads = os.path.join(DATA_ROOT, "downloads")
+
+    make_val = None
+    if c.dataset == "default":
         texts, source = sources.pydoc_topics()
-        make = lambda: sources.topic_pieces(texts, a.val_fraction, a.chunk_chars)
-    elif a.dataset == "shakespeare":
-        path = sources.shakespeare_path((a.input or [None])[0], os.path.join(DATA_ROOT, "downloads"))
+        make = lambda: sources.topic_pieces(texts, c.val_fraction, c.chunk_chars)
+    elif c.dataset == "shakespeare":
+        path = sources.shakespeare_path((c.input or [None])[0], downloads)
         source = {"kind": "tinyshakespeare", "url": sources.SHAKESPEARE_URL, "files": sources.file_info([path])}
-        make = lambda: sources.iter_pieces([path], "holdout", a.val_fraction, a.chunk_chars)
+        make = lambda: sources.iter_pieces([path], "holdout", c.val_fraction, c.chunk_chars)
+    elif c.dataset in sources.WIKITEXT_URLS:
+        where = sources.wikitext_location(c.dataset, (c.input or [None])[0], downloads)
+        source = {"kind": c.dataset, "url": sources.WIKITEXT_URLS[c.dataset], "files": sources.file_info([where]),
+                  "documents": "one per article (a ' = Title = ' line starts one)"}
+        make = lambda: sources.wikitext_pieces(where, "train", c.chunk_chars)
+        make_val = lambda: sources.wikitext_pieces(where, "val", c.chunk_chars)
     else:
-        paths = sources.expand_inputs(a.input)
-        if a.dataset == "pile" and not all(x.endswith(sources.JSONL_SUFFIXES) for x in paths):
+        paths = sources.expand_inputs(c.input)
+        if c.dataset == "pile" and not all(x.endswith(sources.JSONL_SUFFIXES) for x in paths):
             p.error("the pile dataset reads .jsonl.zst (or .jsonl) files; use the text dataset for others.")
-        val_paths = sources.expand_inputs(a.val_input) if a.val_input else []
-        source = {"kind": a.dataset, "files": sources.file_info(paths), "val_files": sources.file_info(val_paths)}
-        make = lambda: sources.iter_pieces(paths, "train" if val_paths else "holdout", a.val_fraction, a.chunk_chars)
+        val_paths = sources.expand_inputs(c.val_input) if c.val_input else []
+        source = {"kind": c.dataset, "files": sources.file_info(paths), "val_files": sources.file_info(val_paths)}
+        make = lambda: sources.iter_pieces(paths, "train" if val_paths else "holdout", c.val_fraction, c.chunk_chars)
         if val_paths:
-            make_val = lambda: sources.iter_pieces(val_paths, "val", piece_chars=a.chunk_chars)
-    source["val"] = "the --val-input files" if make_val else f"held out, val_fraction={a.val_fraction} (data/sources.py)"
+            make_val = lambda: sources.iter_pieces(val_paths, "val", piece_chars=c.chunk_chars)
+    if c.dataset in sources.WIKITEXT_URLS:
+        source["val"] = f"{sources.WIKITEXT_FILES['val']} (the benchmark's validation file)"
+    else:
+        source["val"] = "the --val-input files" if make_val else \
+            f"held out, val_fraction={c.val_fraction} (data/sources.py)"
     both = (lambda: (x for m in (make, make_val) if m for x in m()))
-    tokenizer = build_tokenizer(a.tokenizer, both)
+    tokenizer = build_tokenizer(c.tokenizer, both)
     val_pieces = make_val() if make_val else None
-    prepare(a.dataset, make(), out_dir, tokenizer, source, val_pieces=val_pieces, workers=workers,
-            shard_tokens=a.shard_tokens, max_tokens=a.max_tokens, max_val_tokens=a.max_val_tokens,
-            chunk_chars=a.chunk_chars,
-            command="python data/prepare.py " + " ".join(sys.argv[1:] if argv is None else argv))
+    return prepare(c.dataset, make(), out_dir, tokenizer, source, val_pieces=val_pieces, workers=workers,
+                   shard_tokens=c.shard_tokens, max_tokens=c.max_tokens, max_val_tokens=c.max_val_tokens,
+                   chunk_chars=c.chunk_chars,
+                   command="python data/prepare.py " + " ".join(sys.argv[1:] if argv is None else argv))
 
 
 if __name__ == "__main__":

