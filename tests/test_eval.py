@@ -234,6 +234,72 @@ def test_end_to_end_evaluation_json_and_plots(tiny_runs, capsys):
     lev_row = next(row for row in table if row.startswith("| lev |"))
     assert f"{100 * main['groups']['lev']['rel_change']:+.1f}%" in lev_row and "zero-shot other" in table[0]
     assert "bucket unseen" not in table[0]                             # no unseen target in main's val
+    # The seen-count view, next to the frequency buckets: every dataset, every run and group.
+    for d in (main, other):
+        S = d["seen_buckets"]
+        assert S["edges"] == [1, 4, 16, 64, 256, 1024] and S["names"][0] == "0" and S["names"][-1] == ">=1024"
+        for lab in ("tied_s1", "tied_s2", "lev_s1"):
+            e = S["runs"][lab]
+            assert len(e["buckets"]) == 7
+            assert e["positions"] == sum(b["positions"] for b in e["buckets"]) == d["windows"] * 32
+            assert e["loss"] == pytest.approx(d["runs"][lab]["loss"])       # the "all" column: the same targets
+            assert S["consumed"][lab]["targets"] == 6 * 4 * 32            # max_iters x batch x block_size
+        assert S["groups"]["tied"]["positions"] == 2 * d["windows"] * 32 and S["groups"]["tied"]["n"] == 2
+        assert other["seen_buckets"]["runs"]["tied_s1"]["buckets"][0]["positions"] > 0   # upper case: never seen
+    assert "how many times the run itself saw the target token" in out
+    assert any(h.startswith(" seen 0x") for h in table[0].split("|"))
+    old = json.loads(json.dumps(saved))                                 # an eval.json written before this view
+    for d in old["datasets"]:
+        del d["seen_buckets"]
+    assert "how many times" not in plots.report(old) and "seen 0x" not in plots.summary(old)
+    assert is_png(plots.plot_buckets(old, str(r / "old_buckets.png")))
+
+
+@pytest.mark.slow
+def test_seen_count_buckets_match_a_direct_computation(tiny_runs):
+    """Per run: targets bucketed by the run's own consumed counts (a literal loop over get_batch), losses
+    from the model's logits; the tied group pools its two seeds (different buckets) by hand."""
+    import checkpoint
+    from data.loader import TokenData
+    r, edges, labs = tiny_runs, [1, 8, 64], ("tied_s1", "tied_s2")
+    ev.main(["--runs", *(str(r / lab) for lab in labs), "--count-edges", *map(str, edges), "--bootstrap", "20",
+             "--json", str(r / "seen.json")])
+    (d,) = json.loads((r / "seen.json").read_text())["datasets"]
+    S = d["seen_buckets"]
+    assert S["edges"] == edges and S["names"] == ["0", "1-7", "8-63", ">=64"]
+    data = TokenData(str(r / "main"))
+    xs, ys = data.val_windows(block_size=32)
+    loss, bucket = {}, {}
+    for lab in labs:
+        ckpt = checkpoint.load(str(r / lab / "ckpt.pt"))
+        ta, seen = ckpt["train_args"], np.zeros(data.vocab_size, dtype=np.int64)
+        for step in range(ckpt["step"]):
+            for micro in range(ta["grad_accum"]):
+                _, y = data.get_batch("train", ta["batch_size"], 32, seed=ta["seed"], step=step, micro_step=micro)
+                for t in y.ravel():
+                    seen[t] += 1
+        with torch.no_grad():
+            logits = checkpoint.model_from_checkpoint(ckpt)(torch.from_numpy(xs))[0]   # (W, T, V)
+        loss[lab] = nn.functional.cross_entropy(logits.flatten(0, 1).float(), torch.from_numpy(ys).flatten(),
+                                                reduction="none").view(ys.shape).double().numpy()
+        bucket[lab] = np.array([[sum(int(seen[t]) >= e for e in edges) for t in row] for row in ys])
+        e = S["runs"][lab]
+        assert S["consumed"][lab]["targets"] == seen.sum() and S["consumed"][lab]["distinct_ids"] == (seen > 0).sum()
+        assert [b["positions"] for b in e["buckets"]] == [int((bucket[lab] == k).sum()) for k in range(4)]
+        for k, b in enumerate(e["buckets"]):
+            want = loss[lab][bucket[lab] == k].mean() if b["positions"] else None
+            assert b["loss"] is None if want is None else b["loss"] == pytest.approx(want, rel=1e-5)
+    assert not np.array_equal(bucket["tied_s1"], bucket["tied_s2"])     # two seeds, two bucket assignments
+    G = S["groups"]["tied"]
+    for k, b in enumerate(G["buckets"]):
+        n = sum(int((bucket[lab] == k).sum()) for lab in labs)
+        assert b["positions"] == n
+        if n:
+            pooled = sum(loss[lab][bucket[lab] == k].sum() for lab in labs) / n
+            assert b["loss"] == pytest.approx(pooled, rel=1e-5) and b["rel_change"] == pytest.approx(0, abs=1e-12)
+            own = S["runs"]["tied_s1"]["buckets"][k]
+            if own["positions"]:
+                assert own["rel_change"] == pytest.approx(math.exp(own["loss"] - pooled) - 1, rel=1e-4, abs=1e-9)
 
 
 @pytest.mark.slow
