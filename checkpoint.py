@@ -14,7 +14,7 @@ temporary file in the same folder, fsyncs it and renames it over the old one, so
 during a save leaves the previous checkpoint intact.
 """
 import os
-from dataclasses import fields
+from dataclasses import asdict, fields
 
 import torch
 
@@ -48,6 +48,26 @@ def load(path: str, map_location="cpu") -> dict:
                            f"(torch.load with weights_only=True failed: {str(e).splitlines()[0]}).") from None
 
 
+def state(run) -> dict:
+    """The checkpoint of a train.Run: plain values and tensors only."""
+    cuda = run.device.startswith("cuda")
+    return dict(model=run.raw_model.state_dict(), optimizer=run.optimizer.state_dict(), step=run.step,
+                model_args=asdict(run.mc), train_args=asdict(run.tc), tokenizer=run.tokenizer,
+                rng=dict(torch=torch.get_rng_state(), cuda=torch.cuda.get_rng_state_all() if cuda else []),
+                best_val_loss=run.best_val, elapsed_s=run.elapsed, tokens_seen=run.tokens_seen)
+
+
+def restore(run, ckpt: dict):
+    """Put a checkpoint's weights, optimizer state, counters and random state back into a train.Run."""
+    run.raw_model.load_state_dict(ckpt["model"])
+    run.optimizer.load_state_dict(ckpt["optimizer"])
+    run.step = run.resumed_at = ckpt["step"]
+    run.best_val, run.elapsed, run.tokens_seen = ckpt["best_val_loss"], ckpt["elapsed_s"], ckpt["tokens_seen"]
+    torch.set_rng_state(ckpt["rng"]["torch"])
+    if run.device.startswith("cuda") and ckpt["rng"]["cuda"]:
+        torch.cuda.set_rng_state(ckpt["rng"]["cuda"][min(torch.cuda.current_device(), len(ckpt["rng"]["cuda"]) - 1)])
+
+
 def model_from_checkpoint(ckpt: dict, device="cpu") -> GPT:
     """Rebuild the model of a checkpoint, with its weights, in eval mode."""
     model = GPT(GPTConfig(**ckpt["model_args"]))
@@ -58,7 +78,8 @@ def model_from_checkpoint(ckpt: dict, device="cpu") -> GPT:
 def check_compatible(ckpt: dict, model_args: dict, tokenizer: dict, path: str):
     """Resuming must keep the architecture and the tokenizer; say exactly what differs."""
     saved = {f.name: f.default for f in fields(GPTConfig)} | ckpt["model_args"]   # older files lack newer fields
-    diffs = [f"{k}: checkpoint {saved.get(k)!r}, now {v!r}" for k, v in model_args.items() if saved.get(k) != v]
+    diffs = [f"{k}: checkpoint {saved.get(k)!r}, now {v!r}" for k, v in model_args.items()
+             if saved.get(k) != v and k not in GPTConfig.COMPUTE_ONLY]
     if diffs:
         raise ValueError(f"cannot resume from {path}: the architecture differs ({'; '.join(diffs)}). "
                          f"Use the run's original flags, or a new --out-dir for a new run.")

@@ -29,7 +29,6 @@ import torch
 
 import checkpoint
 from cli import add_dataclass_args, checked, pick
-from lev import LEV
 
 HAVE_TRANSFORMERS = importlib.util.find_spec("transformers") is not None   # found without importing it
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
@@ -57,25 +56,6 @@ CHOICES = dict(dtype=tuple(DTYPES))
 # The conversion.
 
 @torch.no_grad()
-def input_table(model, chunk_size: int = 1024) -> torch.Tensor:
-    """E_in[i] = wte(i) for every id i = 0..V-1 -> (V, D) float32, a fresh tensor (not shared with the model).
-
-    LEV materialises its own table in chunks; tied/untied already hold one; albert / flat_mlp /
-    factorized_mlp are evaluated on aranges of chunk_size ids.
-    """
-    V = model.cfg.vocab_size
-    wte = model.wte
-    if isinstance(wte, LEV):
-        return wte.materialize(chunk_size).float().clone()                        # (V, D)
-    if isinstance(wte, torch.nn.Embedding):
-        return wte.weight.float().clone()                                         # (V, D)
-    device = next(model.parameters()).device
-    rows = [wte(torch.arange(i, min(i + chunk_size, V), device=device)[None])[0]  # (1, n) -> (n, D)
-            for i in range(0, V, chunk_size)]
-    return torch.cat(rows).float()                                                # (V, D)
-
-
-@torch.no_grad()
 def to_llama(model, eot_id=None, dtype: str = "float32", chunk_size: int = 1024):
     """(state_dict with Hugging Face Llama names, config dict) of a project GPT.
 
@@ -97,7 +77,7 @@ def to_llama(model, eot_id=None, dtype: str = "float32", chunk_size: int = 1024)
     cfg = model.cfg
     D, H = cfg.n_embd, cfg.n_head
     hd = D // H
-    sd = {"model.embed_tokens.weight": input_table(model, chunk_size)}            # (V, D)
+    sd = {"model.embed_tokens.weight": model.input_table(chunk_size)}            # (V, D)
     for i, block in enumerate(model.blocks):
         p = f"model.layers.{i}."
         q, k, v = block.attn.qkv.weight.split(D, dim=0)                           # 3 x (D, D)

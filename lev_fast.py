@@ -25,6 +25,7 @@ import torch
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import lev
+from runtime import cpu_flags
 
 CHUNK_ELEMENTS = 1 << 23   # the torch path's phi holds at most this many numbers per chunk (32 MB in float32)
 
@@ -159,15 +160,6 @@ def cpp_kernel(required: bool = True):
                            f"({CPP['error']}). Install a C++ compiler, the Python headers and ninja, or use "
                            f"kernel='torch'.")
     return CPP["ext"]
-
-
-def cpu_flags() -> str:
-    """The CPU's feature flags (Linux), so a kernel built with -march=native is not reused on another CPU."""
-    try:
-        with open("/proc/cpuinfo") as f:
-            return next((line for line in f if line.startswith("flags")), platform.processor())
-    except OSError:
-        return platform.processor()
 
 
 def log_group(eps: float, dtype: torch.dtype) -> int:

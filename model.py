@@ -53,6 +53,9 @@ class GPTConfig:
     albert_dim: int = 0           # m of albert and flat_mlp (0 = match P_LEV)
     emb_mlp_hidden: int = 0       # H of flat_mlp (0 = D, our choice) and factorized_mlp (0 = match P_LEV)
 
+    # Fields that choose how the same function is computed, not what it is: a resumed run may change them.
+    COMPUTE_ONLY = ("lev_sparse_basis", "lev_dedup")
+
     def __post_init__(self):
         if self.emb not in EMB_CHOICES:
             raise ValueError(f"emb must be one of {', '.join(EMB_CHOICES)}; got {self.emb!r}.")
@@ -62,6 +65,7 @@ class GPTConfig:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        self.lev_config()                                  # LEV's own checks (sizes, allowed values)
 
     def lev_config(self) -> LEVConfig:
         kw = {f.name[4:]: getattr(self, f.name) for f in fields(self) if f.name.startswith("lev_")}
@@ -239,6 +243,19 @@ class GPT(nn.Module):
         if isinstance(self.wte, LEV) and not self.training and not torch.is_grad_enabled():
             return self.wte.lookup(idx)
         return self.wte(idx)
+
+    @torch.no_grad()
+    def input_table(self, chunk_size: int = 1024) -> torch.Tensor:
+        """E_in[i] = wte(i) for every id i = 0..V-1 -> (V, D) float32, a fresh tensor: any arm's input map as
+        an ordinary table (LEV: its materialised table; albert / flat_mlp / factorized_mlp: in chunks of ids)."""
+        V = self.cfg.vocab_size
+        if isinstance(self.wte, LEV):
+            return self.wte.materialize().float().clone()                     # (V, D)
+        if isinstance(self.wte, nn.Embedding):
+            return self.wte.weight.float().clone()                            # (V, D)
+        device = self.lm_head.weight.device
+        return torch.cat([self.wte(torch.arange(i, min(i + chunk_size, V), device=device)[None])[0]
+                          for i in range(0, V, chunk_size)]).float()          # (V, D)
 
     def forward(self, idx, targets=None, reduction="mean", last_only=False):
         """idx (B, T) -> (logits (B, T, V), loss).

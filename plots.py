@@ -329,12 +329,6 @@ def plot_lev_basis(lev: LEV, path, head=0, n_dims=4, n_modes=4, title=""):
 
 
 @torch.no_grad()
-def input_table(model):
-    """The (V, D) table of input embeddings of any arm (LEV: its materialised table)."""
-    model.eval()
-    return model.embed(torch.arange(model.cfg.vocab_size)[None])[0].float()  # (V, D)
-
-
 def pick_tokens(counts, tokenizer, n=4):
     """n frequent, n rare (seen once or twice) and 2 never-seen token ids, preferring word-like tokens."""
     order = np.argsort(-counts, kind="stable")
@@ -429,7 +423,7 @@ def make_all(result, out_dir):
         model = checkpoint.model_from_checkpoint(checkpoint.load(os.path.join(r["dir"], "ckpt.pt")))
         if model.cfg.vocab_size != len(counts):
             continue
-        tables[r["label"]] = input_table(model)
+        tables[r["label"]] = model.input_table()
         if r["emb"] == "lev" and not lev_done:
             files.append(plot_lev_basis(model.wte, join("lev_basis.png"), title=f"{r['label']}: "))
             lev_done = True

@@ -1,15 +1,14 @@
 """
 Generate text from a trained run's checkpoint (out_dir/ckpt.pt; plain data, no pickled code).
 
-    python sample.py --out-dir=out                                  # 3 samples from the end-of-text token
-    python sample.py --out-dir=out --start="The function" --num-samples=1 --max-new-tokens=200
-    python sample.py --out-dir=out --start=FILE:prompt.txt --temperature=0.7 --top-k=50
+    python sample.py --out-dir=out/lev                              # 3 samples from the end-of-text token
+    python sample.py --out-dir=out/lev --start="The function" --num-samples=1 --max-new-tokens=200
+    python sample.py --out-dir=out/tied --start=FILE:prompt.txt --temperature=0.7 --top-k=50
 
 In eval mode the LEV arm looks its embeddings up in a table materialised once from the generator, so
 sampling costs the same as with a plain embedding table. Prompts longer than the context are cropped
 to the last block_size tokens.
 """
-import argparse
 import os
 import sys
 from dataclasses import dataclass
@@ -17,19 +16,20 @@ from dataclasses import dataclass
 import torch
 
 import checkpoint
-from cli import add_dataclass_args, checked, pick
+import runtime
+from cli import checked, parse
 
 
 @dataclass
 class SampleConfig:
-    out_dir: str = "out"          # run directory holding ckpt.pt
+    out_dir: str = "out/lev"      # run directory holding ckpt.pt (train.py writes out/<emb> by default)
     start: str = ""               # prompt text, or FILE:path; empty = the end-of-text token
     num_samples: int = 3          # independent samples
     max_new_tokens: int = 200     # tokens generated per sample
     temperature: float = 0.8      # 0 = greedy; < 1 sharper, > 1 more random
     top_k: int = 200              # keep the k most likely tokens (0 = all)
     seed: int = 1337              # sampling seed
-    device: str = "auto"          # auto picks cuda, then mps, then cpu
+    device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
 
 
 CHECKS = dict(num_samples=checked(int, 1), max_new_tokens=checked(int, 0), temperature=checked(float, 0),
@@ -47,26 +47,20 @@ def read_prompt(start: str) -> str:
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add_dataclass_args(parser, SampleConfig, checks=CHECKS)
-    sc = pick(SampleConfig, parser.parse_args(argv))
-    device = sc.device
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
-
+    sc = parse(SampleConfig, argv, description=__doc__, checks=CHECKS)
+    device = runtime.pick_device(sc.device)
     ckpt = checkpoint.load(os.path.join(sc.out_dir, "ckpt.pt"))
     model = checkpoint.model_from_checkpoint(ckpt, device)
-    from data.tokenizers import get_tokenizer
+    from data.tokenizers import encode_prompt, get_tokenizer
     tok = get_tokenizer(ckpt["tokenizer"]["name"], meta=ckpt["tokenizer"]["meta"])
     if tok.vocab_size != model.cfg.vocab_size:
         raise ValueError(f"tokenizer {tok.name} has {tok.vocab_size} ids but the model was built for "
                          f"{model.cfg.vocab_size}: the checkpoint is inconsistent.")
     prompt = read_prompt(sc.start)
-    ids = tok.encode(prompt) if prompt else [tok.eot_id if tok.eot_id is not None else 0]
-    if len(ids) > model.cfg.block_size:
-        print(f"(prompt has {len(ids)} tokens; keeping the last {model.cfg.block_size}, the model's context)",
+    ids, n_prompt = encode_prompt(tok, prompt, model.cfg.block_size)
+    if n_prompt and n_prompt < len(tok.encode(prompt)):
+        print(f"(the prompt is longer than the model's context: keeping the last {model.cfg.block_size} tokens)",
               file=sys.stderr)
-        ids = ids[-model.cfg.block_size:]
     x = torch.tensor([ids], dtype=torch.long, device=device)
     gen = torch.Generator(device=device).manual_seed(sc.seed)
     print(f"# {sc.out_dir}: emb={model.cfg.emb}, step {ckpt['step']}, tokenizer {tok.name}", file=sys.stderr)

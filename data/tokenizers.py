@@ -274,6 +274,14 @@ def get_tokenizer(name, meta=None):
     return tok
 
 
+
+def encode_prompt(tok, text, block_size):
+    """(ids, n_prompt) to start generation from: the prompt's last block_size ids, or, for an empty prompt,
+    the end-of-text id alone (n_prompt = 0: it is not part of the text to show). A character the tokenizer
+    cannot encode (char tokenizers) raises ValueError."""
+    ids = tok.encode(text)[-block_size:] if text else []
+    return (ids, len(ids)) if ids else ([tok.eot_id if tok.eot_id is not None else 0], 0)
+
 if __name__ == "__main__":
     names = sys.argv[1:2] or [n for n in NAMES if n != "char"]
     text = sys.argv[2] if len(sys.argv) > 2 else "Hello world, Leviathan! \u00e9\u00e8 \u4f60\u597d"

@@ -73,7 +73,7 @@ def test_input_table_is_the_input_map_on_every_id(emb):
     model = GPT(GPTConfig(vocab_size=257, emb=emb, **TINY_CFG))
     ids = torch.arange(257)[None]                                                  # (1, V)
     slow = model.embed(ids)[0].detach()                                            # (V, D): the training path
-    table = export.input_table(model.eval(), chunk_size=100)                       # chunks that do not divide V
+    table = model.eval().input_table(chunk_size=100)                       # chunks that do not divide V
     assert table.shape == (257, 32) and table.dtype == torch.float32
     torch.testing.assert_close(table, slow, rtol=0, atol=1e-6)
     table.zero_()                                                                  # a copy, not the model's storage
@@ -102,7 +102,7 @@ def test_trained_run_round_trips_through_transformers(dataset, tmp_path, emb, ca
     model = checkpoint.model_from_checkpoint(checkpoint.load(str(run / "ckpt.pt")))
     hf = transformers.LlamaForCausalLM.from_pretrained(dest).eval()
     assert hf.dtype == torch.float32
-    torch.testing.assert_close(hf.model.embed_tokens.weight.detach(), export.input_table(model), rtol=0, atol=0)
+    torch.testing.assert_close(hf.model.embed_tokens.weight.detach(), model.input_table(), rtol=0, atol=0)
     torch.testing.assert_close(hf.lm_head.weight.detach(), model.lm_head.weight.detach(), rtol=0, atol=0)
     gen = torch.Generator().manual_seed(1)
     x = torch.randint(257, (3, 32), generator=gen)

@@ -1,0 +1,77 @@
+"""
+Where and how a script runs: the device, the number format (dtype) and why, and several processes.
+Every script (train, sample, evaluate, bench, export) decides these here, the same way.
+
+    device "auto"  cuda if available, then mps, then cpu
+    dtype  "auto"  bfloat16 autocast on a GPU that supports it, and on a CPU with native bf16 arithmetic
+                   (avx512_bf16 or amx_bf16: bf16 matmuls run ~3.6x faster than float32 on the project's
+                   AMD EPYC); float32 elsewhere. LEV's own math stays float32 under autocast (lev.py).
+"""
+import os
+import platform
+from contextlib import nullcontext
+
+import torch
+
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def cpu_flags() -> str:
+    """The CPU's feature flags line of /proc/cpuinfo (Linux), or the processor name elsewhere."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            return next((line for line in f if line.startswith("flags")), platform.processor())
+    except OSError:
+        return platform.processor()
+
+
+def cpu_has_native_bf16() -> bool:
+    """True on x86 CPUs whose instructions compute in bfloat16 (AVX512-BF16 or AMX-BF16)."""
+    flags = cpu_flags().split()
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+def pick_device(name: str = "auto", local_rank: int = 0, why: str = "") -> str:
+    """"auto" -> cuda:<local_rank> / mps / cpu; an explicit device that this machine lacks is an error
+    that says what to do (why: what asked for it, e.g. "the preset pile-200m")."""
+    if name == "auto":
+        name = "cuda" if torch.cuda.is_available() else "mps" if torch.backends.mps.is_available() else "cpu"
+    kind = name.split(":")[0]
+    if kind == "cuda" and not torch.cuda.is_available():
+        raise RuntimeError(f"--device={name} was asked{' by ' + why if why else ''}, but this machine has no CUDA "
+                           f"GPU (torch {torch.__version__}, cuda {torch.version.cuda}). Run it on a GPU machine, "
+                           f"or rehearse on the CPU with --device=cpu --compile=False (and smaller sizes).")
+    if kind == "mps" and not torch.backends.mps.is_available():
+        raise RuntimeError(f"--device={name} was asked, but this machine has no Apple MPS device; use --device=cpu.")
+    if kind not in ("cpu", "cuda", "mps"):
+        raise RuntimeError(f"--device={name}: expected auto, cpu, cuda, cuda:N or mps.")
+    return f"cuda:{local_rank}" if name == "cuda" else name
+
+
+def pick_dtype(name: str, device: str):
+    """(dtype name, why) for autocast: "auto" decides by the hardware; an explicit name is kept."""
+    kind = device.split(":")[0]
+    if name != "auto":
+        if name == "bfloat16" and kind == "cuda" and not torch.cuda.is_bf16_supported():
+            raise RuntimeError(f"--dtype=bfloat16 was asked, but {torch.cuda.get_device_name(device)} does not "
+                               f"support bfloat16; use --dtype=float16 or float32.")
+        return name, "as requested"
+    if kind == "cuda" and torch.cuda.is_bf16_supported():
+        return "bfloat16", "bf16 autocast: supported by this GPU, no loss scaling needed"
+    if kind == "cpu" and cpu_has_native_bf16():
+        return "bfloat16", "bf16 autocast: this CPU computes in bf16 natively (avx512_bf16/amx), ~2-3x faster matmuls"
+    return "float32", f"float32: no native bf16 on this {kind}"
+
+
+def autocast(device: str, dtype: str):
+    """The autocast context for dtype on device (a no-op for float32)."""
+    if dtype == "float32":
+        return nullcontext()
+    return torch.autocast(device.split(":")[0], dtype=DTYPES[dtype])
+
+
+def distributed():
+    """(rank, world size, local rank) under torchrun; (0, 1, 0) in a single process."""
+    if "RANK" in os.environ and int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        return int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), int(os.environ["LOCAL_RANK"])
+    return 0, 1, 0
