@@ -70,14 +70,14 @@ def restore(run, ckpt: dict):
 
 def model_from_checkpoint(ckpt: dict, device="cpu") -> GPT:
     """Rebuild the model of a checkpoint, with its weights, in eval mode."""
-    model = GPT(GPTConfig(**ckpt["model_args"]))
+    model = GPT(GPTConfig(**GPTConfig.saved(ckpt["model_args"])))
     model.load_state_dict(ckpt["model"])
     return model.to(device).eval()
 
 
 def check_compatible(ckpt: dict, model_args: dict, tokenizer: dict, path: str):
     """Resuming must keep the architecture and the tokenizer; say exactly what differs."""
-    saved = {f.name: f.default for f in fields(GPTConfig)} | ckpt["model_args"]   # older files lack newer fields
+    saved = {f.name: f.default for f in fields(GPTConfig)} | GPTConfig.saved(ckpt["model_args"])  # older files lack newer fields
     diffs = [f"{k}: checkpoint {saved.get(k)!r}, now {v!r}" for k, v in model_args.items()
              if saved.get(k) != v and k not in GPTConfig.COMPUTE_ONLY]
     if diffs:

@@ -10,8 +10,17 @@ embedding is switched by one field, GPTConfig.emb (spec section 3, ../shared/spe
     factorized_mlp  LEV's digits + codebooks seed (steps 1-2), then MLP d_s -> H -> D (ablation)
 
 albert / flat_mlp / factorized_mlp choose their width (m or H) so that their input map has as many
-parameters as LEV's (print_param_match shows the match). Rotary positions keep the token embedding the
-only input table. Run `python model.py` for every arm's parameter breakdown at a given size.
+parameters as LEV's (matched_widths; `python model.py` prints the match). Rotary positions keep the token
+embedding the only input table.
+
+Equal footing (our choice, docs/method.md section 4): the arms' input maps start at very different scales
+when built as they are (RMS of the input vectors at D = 384: lev ~0.22, tables 0.02, albert ~0.002,
+flat_mlp ~0.0004), and in short runs scale alone can order the arms. `input_scale` puts every arm's input
+vectors at the same RMS (`input_rms`) at initialisation: "init" rescales the last layer of each input map,
+"norm" puts an RMSNorm (gain initialised to input_rms) after every input map, "none" leaves them as built.
+
+    python model.py                                   # every arm's parameters at GPT-2 small's size
+    python model.py --n-embd 128 --n-layer 4 --n-head 4   # at the cpu preset's size
 """
 import math
 from dataclasses import dataclass, fields
@@ -20,7 +29,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lev import LEV, LEVConfig, digits, id_permutation, lev_num_params, seed
+from lev import LEV, LEVConfig, digit_seed, id_permutation, lev_num_params
+from lev_fast import check_ids
 
 EMB_CHOICES = ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp")
 
@@ -49,16 +59,36 @@ class GPTConfig:
     lev_id_shuffle: int = LEVConfig.id_shuffle    # control: digits of a random permutation of the ids (seed; 0 = off)
     lev_sparse_basis: bool = LEVConfig.sparse_basis  # fast path: compact-support basis
     lev_dedup: bool = LEVConfig.dedup             # fast path: evaluate distinct ids once
-    # baselines: widths matched to LEV's parameter count when 0
-    albert_dim: int = 0           # m of albert and flat_mlp (0 = match P_LEV)
-    emb_mlp_hidden: int = 0       # H of flat_mlp (0 = D, our choice) and factorized_mlp (0 = match P_LEV)
+    # equal footing of the input maps (our choice; see the module docstring)
+    input_scale: str = "init"     # "init": each input map's last layer rescaled so its output has RMS input_rms at
+                                  # initialisation; "norm": an RMSNorm after every input map; "none": as built
+    input_rms: float = 0.02       # the RMS every arm's input vectors start at (GPT-2's N(0, 0.02) table)
+    # the baselines' widths, matched to LEV's parameter count when 0, and their MLPs (our choices)
+    albert_dim: int = 0           # m, the table width of albert and flat_mlp (0 = match P_LEV)
+    emb_mlp_hidden: int = 0       # H of flat_mlp and factorized_mlp (0 = flat_mlp_hidden's rule / match P_LEV)
+    flat_mlp_hidden: str = "D"    # flat_mlp's H when emb_mlp_hidden = 0: "D" (spends D^2 of the budget on the
+                                  # hidden layer) or "4m" (a bottleneck 4x the table width, the budget to the table)
+    emb_mlp_act: str = "gelu"     # the nonlinearity of flat_mlp and factorized_mlp: gelu, relu or silu
+    emb_mlp_bias: bool = False    # biases in the MLP layers of flat_mlp and factorized_mlp
 
+    CHOICES = dict(emb=EMB_CHOICES, input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
+                   emb_mlp_act=("gelu", "relu", "silu"))
     # Fields that choose how the same function is computed, not what it is: a resumed run may change them.
     COMPUTE_ONLY = ("lev_sparse_basis", "lev_dedup")
+    # What a checkpoint written before a field existed meant by it (how the model was built then).
+    LEGACY = dict(input_scale="none")
+
+    @classmethod
+    def saved(cls, model_args: dict) -> dict:
+        """A checkpoint's model_args, completed with what older checkpoints meant by fields they lack."""
+        return {**cls.LEGACY, **model_args}
 
     def __post_init__(self):
-        if self.emb not in EMB_CHOICES:
-            raise ValueError(f"emb must be one of {', '.join(EMB_CHOICES)}; got {self.emb!r}.")
+        for name, allowed in self.CHOICES.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}.")
+        if self.input_rms <= 0:
+            raise ValueError(f"input_rms must be > 0, got {self.input_rms}.")
         if self.n_embd % self.n_head or (self.n_embd // self.n_head) % 2:
             raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head}) "
                              f"into an even head size (rotary embeddings rotate pairs).")
@@ -87,50 +117,70 @@ class AlbertEmbedding(nn.Module):
         return self.P(self.A(ids))
 
 
-class FlatMLPEmbedding(nn.Module):
-    """flat_mlp: e = MLP(A[i]), A (V x m), MLP m -> H -> D with GELU (our choice: no biases, GELU)."""
+ACTIVATIONS = dict(gelu=nn.GELU, relu=nn.ReLU, silu=nn.SiLU)
 
-    def __init__(self, V, m, H, D):
+
+def embedding_mlp(d_in, H, D, act="gelu", bias=False):
+    """MLP d_in -> H -> D of the flat_mlp and factorized_mlp arms (act, bias: our choices)."""
+    return nn.Sequential(nn.Linear(d_in, H, bias=bias), ACTIVATIONS[act](), nn.Linear(H, D, bias=bias))
+
+
+class FlatMLPEmbedding(nn.Module):
+    """flat_mlp: e = MLP(A[i]), A (V x m), MLP m -> H -> D."""
+
+    def __init__(self, V, m, H, D, act="gelu", bias=False):
         super().__init__()
         self.A = nn.Embedding(V, m)
-        self.mlp = nn.Sequential(nn.Linear(m, H, bias=False), nn.GELU(), nn.Linear(H, D, bias=False))
+        self.mlp = embedding_mlp(m, H, D, act, bias)
 
     def forward(self, ids):
         return self.mlp(self.A(ids))
 
 
 class FactorizedMLPEmbedding(nn.Module):
-    """factorized_mlp: LEV's steps 1-2 (digits, codebooks, seed z), then MLP d_s -> H -> D with GELU."""
+    """factorized_mlp: LEV's steps 0-2 (digits, codebooks, seed z), then MLP d_in -> H -> D."""
 
-    def __init__(self, lc: LEVConfig, H):
+    def __init__(self, lc: LEVConfig, H, act="gelu", bias=False):
         super().__init__()
         self.lc = lc
-        n_cb = lc.k if lc.codebooks == "per_position" else 1
-        self.codebooks = nn.Parameter(torch.randn(n_cb, lc.base, lc.d_seed) * lc.init_std)
-        self.mlp = nn.Sequential(nn.Linear(lc.seed_in, H, bias=False), nn.GELU(),
-                                 nn.Linear(H, lc.n_embd, bias=False))
+        self.codebooks = nn.Parameter(torch.randn(lc.n_codebooks, lc.base, lc.d_seed) * lc.init_std)
+        self.mlp = embedding_mlp(lc.seed_in, H, lc.n_embd, act, bias)
         if lc.id_shuffle:                                                # the same control as LEV's
             self.register_buffer("perm", id_permutation(lc.vocab_size, lc.id_shuffle))
 
     def forward(self, ids):
-        ids = self.perm[ids] if self.lc.id_shuffle else ids
-        z = seed(digits(ids, self.lc.k, self.lc.base), self.codebooks, self.lc.seed_combine)  # (B, T, d_in)
-        return self.mlp(z)
+        check_ids(ids, self.lc.vocab_size, "factorized_mlp")
+        return self.mlp(digit_seed(ids, self.codebooks, self.lc, getattr(self, "perm", None)))  # (B, T, D)
 
 
 def matched_widths(cfg: GPTConfig) -> dict:
     """Widths of albert / flat_mlp / factorized_mlp whose input-map parameter count is closest to P_LEV.
 
-    albert: V m + m D;  flat_mlp: V m + m H + H D with H = D;  factorized_mlp: n_cb b d_s + d_in H + H D.
+    albert: V m + m D;  flat_mlp: V m + m H + H D (+ H + D with biases), H = D or 4m;
+    factorized_mlp: n_cb b d_s + d_in H + H D (+ H + D with biases).
     """
-    lc, V, D = cfg.lev_config(), cfg.vocab_size, cfg.n_embd
+    lc, V, D, bias = cfg.lev_config(), cfg.vocab_size, cfg.n_embd, int(cfg.emb_mlp_bias)
     target = lev_num_params(lc)
-    H_flat = cfg.emb_mlp_hidden or D
     m_albert = cfg.albert_dim or max(1, round(target / (V + D)))
-    m_flat = cfg.albert_dim or max(1, round((target - H_flat * D) / (V + H_flat)))
-    n_cb = lc.k if lc.codebooks == "per_position" else 1
-    H_fact = cfg.emb_mlp_hidden or max(1, round((target - n_cb * lc.base * lc.d_seed) / (lc.seed_in + D)))
+    if cfg.emb_mlp_hidden or cfg.flat_mlp_hidden == "D":
+        H_flat = cfg.emb_mlp_hidden or D
+        m_flat = cfg.albert_dim or max(1, round((target - H_flat * D - bias * (H_flat + D)) / (V + H_flat)))
+    else:                                                    # H = 4m: 4 m^2 + (V + 4 D + 4 bias) m + bias D = target
+        a, b, c = 4, V + 4 * D + 4 * bias, bias * D - target
+        m_flat = cfg.albert_dim or max(1, round((-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)))
+        H_flat = 4 * m_flat
+    H_fact = cfg.emb_mlp_hidden or max(1, round((target - lc.n_codebooks * lc.base * lc.d_seed - bias * D)
+                                                / (lc.seed_in + D + bias)))
     return dict(target=target, albert_m=m_albert, flat_m=m_flat, flat_H=H_flat, factorized_H=H_fact)
+
+
+def last_layer(wte: nn.Module) -> list:
+    """The parameters whose scale sets an input map's output scale (its output is linear in them)."""
+    if isinstance(wte, LEV):
+        return [wte.W_out]                                   # e = sum_l M_l W_out_l
+    if isinstance(wte, AlbertEmbedding):
+        return [wte.P.weight]
+    return [p for p in wte.mlp[-1].parameters()]             # the MLPs' last Linear (weight, bias)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -218,31 +268,58 @@ class GPT(nn.Module):
         elif cfg.emb == "albert":
             self.wte = AlbertEmbedding(V, w["albert_m"], D)
         elif cfg.emb == "flat_mlp":
-            self.wte = FlatMLPEmbedding(V, w["flat_m"], w["flat_H"], D)
+            self.wte = FlatMLPEmbedding(V, w["flat_m"], w["flat_H"], D, cfg.emb_mlp_act, cfg.emb_mlp_bias)
         elif cfg.emb == "factorized_mlp":
-            self.wte = FactorizedMLPEmbedding(cfg.lev_config(), w["factorized_H"])
-        # nanoGPT-style init: N(0, 0.02) for every Linear and Embedding, residual projections scaled by
-        # 1/sqrt(2 n_layer). LEV's parameters and factorized_mlp's codebooks are plain Parameters that
+            self.wte = FactorizedMLPEmbedding(cfg.lev_config(), w["factorized_H"], cfg.emb_mlp_act, cfg.emb_mlp_bias)
+        # equal footing, "norm": eps far below the tiniest arm's mean square (flat_mlp as built: ~1e-7)
+        self.input_norm = RMSNorm(D, eps=1e-12) if cfg.input_scale == "norm" else None
+        # nanoGPT-style init: N(0, 0.02) for every Linear and Embedding (biases 0), residual projections scaled
+        # by 1/sqrt(2 n_layer). LEV's parameters and factorized_mlp's codebooks are plain Parameters that
         # keep their own initialisation (lev.py).
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
                 nn.init.normal_(module.weight, mean=0.0, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
         for block in self.blocks:
             for proj in (block.attn.proj, block.mlp.down):
                 nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
         if cfg.emb == "tied":
             self.lm_head.weight = self.wte.weight                            # one (V, D) matrix, two uses
+        if cfg.input_scale == "norm":
+            nn.init.constant_(self.input_norm.weight, cfg.input_rms)         # RMSNorm output RMS = input_rms
+        elif cfg.input_scale == "init":
+            self.rescale_input_map(cfg.input_rms)
         cos, sin = rotary_tables(cfg.block_size, D // cfg.n_head, cfg.rope_base)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
 
     # -- embeddings --------------------------------------------------------------------------------
+    @torch.no_grad()
+    def rescale_input_map(self, target: float, n_ids: int = 4096):
+        """Equal footing at initialisation: multiply the input map's last layer by target / RMS, the RMS of its
+        outputs on n_ids ids drawn with a fixed generator, so every arm's input vectors start at RMS target.
+        Tables are the reference (N(0, 0.02) has RMS 0.02) and are scaled by target / 0.02 (tied: the head too)."""
+        if self.lm_head.weight.is_meta:                                       # param_report builds on "meta"
+            return
+        if isinstance(self.wte, nn.Embedding):
+            if target != 0.02:
+                self.wte.weight.mul_(target / 0.02)
+            return
+        V = self.cfg.vocab_size
+        ids = torch.randperm(V, generator=torch.Generator().manual_seed(0))[:n_ids].to(self.lm_head.weight.device)
+        rms = self.wte(ids[None]).float().pow(2).mean().sqrt()
+        for p in last_layer(self.wte):
+            p.mul_(target / rms)
+
     def embed(self, idx):
         """ids (B, T) -> (B, T, D). In eval mode without gradients, LEV reads its materialised table
         (filled lazily, row by row as ids are first seen; rebuilt when the weights change)."""
         if isinstance(self.wte, LEV) and not self.training and not torch.is_grad_enabled():
-            return self.wte.lookup(idx)
-        return self.wte(idx)
+            x = self.wte.lookup(idx)
+        else:
+            x = self.wte(idx)                                                 # (B, T, D)
+        return x if self.input_norm is None else self.input_norm(x)
 
     @torch.no_grad()
     def input_table(self, chunk_size: int = 1024) -> torch.Tensor:
@@ -250,12 +327,14 @@ class GPT(nn.Module):
         an ordinary table (LEV: its materialised table; albert / flat_mlp / factorized_mlp: in chunks of ids)."""
         V = self.cfg.vocab_size
         if isinstance(self.wte, LEV):
-            return self.wte.materialize().float().clone()                     # (V, D)
-        if isinstance(self.wte, nn.Embedding):
-            return self.wte.weight.float().clone()                            # (V, D)
-        device = self.lm_head.weight.device
-        return torch.cat([self.wte(torch.arange(i, min(i + chunk_size, V), device=device)[None])[0]
-                          for i in range(0, V, chunk_size)]).float()          # (V, D)
+            table = self.wte.materialize().float().clone()                    # (V, D)
+        elif isinstance(self.wte, nn.Embedding):
+            table = self.wte.weight.float().clone()                           # (V, D)
+        else:
+            device = self.lm_head.weight.device
+            table = torch.cat([self.wte(torch.arange(i, min(i + chunk_size, V), device=device)[None])[0]
+                               for i in range(0, V, chunk_size)]).float()     # (V, D)
+        return table if self.input_norm is None else self.input_norm(table).float()
 
     def forward(self, idx, targets=None, reduction="mean", last_only=False):
         """idx (B, T) -> (logits (B, T, V), loss).
@@ -282,7 +361,7 @@ class GPT(nn.Module):
     def param_breakdown(self) -> dict:
         """Parameter counts: input map / output head / body / total. A tied matrix is counted once (as input)."""
         count = lambda ps: sum(p.numel() for p in ps)
-        inp = count(self.wte.parameters())
+        inp = count(self.wte.parameters()) + (count(self.input_norm.parameters()) if self.input_norm else 0)
         out = 0 if self.cfg.emb == "tied" else count(self.lm_head.parameters())
         body = count(self.blocks.parameters()) + count(self.norm.parameters())
         return dict(input=inp, output=out, body=body, total=count(self.parameters()))

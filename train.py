@@ -33,7 +33,7 @@ import runtime
 from cli import add_dataclass_args, checked, explicit_flags, pick
 from data.loader import open_dataset
 from lev import LEVConfig
-from model import EMB_CHOICES, GPT, GPTConfig
+from model import GPT, GPTConfig
 
 
 @dataclass
@@ -85,7 +85,7 @@ CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=
               grad_accum=checked(int, 1), lr=checked(float, 0, exclusive=True), min_lr_ratio=checked(float, 0),
               warmup_iters=checked(int, 0), weight_decay=checked(float, 0), grad_clip=checked(float, 0),
               sample_tokens=checked(int, 0))
-CHOICES = dict(emb=EMB_CHOICES, preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES),
+CHOICES = dict(GPTConfig.CHOICES, preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES),
                **{f"lev_{k}": v for k, v in LEVConfig.CHOICES.items()})
 
 
@@ -176,7 +176,7 @@ def setup(argv=None) -> Run:
     tc.out_dir = tc.out_dir or os.path.join("out", args.emb)
     ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt")) if tc.resume else None
     if ckpt is not None:
-        for k, v in {**ckpt["train_args"], **ckpt["model_args"]}.items():
+        for k, v in {**ckpt["train_args"], **GPTConfig.saved(ckpt["model_args"])}.items():
             if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir"):
                 setattr(args, k, v)
         tc = pick(TrainConfig, args, out_dir=tc.out_dir)

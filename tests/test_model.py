@@ -159,3 +159,69 @@ def test_resume_check_accepts_checkpoints_that_predate_a_field():
     checkpoint.check_compatible(old, args, tok, "old.pt")                  # the default then and now: fine
     with pytest.raises(ValueError, match="lev_id_shuffle: checkpoint 0, now 1"):
         checkpoint.check_compatible(old, {**args, "lev_id_shuffle": 1}, tok, "old.pt")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Equal footing of the input maps, and the baselines' choices
+
+def input_rms(model, n=2000):
+    """RMS of the input vectors of n ids other than the ones the protocol measured on."""
+    ids = torch.randperm(model.cfg.vocab_size, generator=torch.Generator().manual_seed(123))[:n]
+    with torch.no_grad():
+        return model.embed(ids[None]).pow(2).mean().sqrt().item()
+
+
+@pytest.mark.parametrize("emb", EMB_CHOICES)
+@pytest.mark.parametrize("protocol", ["init", "norm"])
+@pytest.mark.parametrize("target", [0.02, 0.5])
+def test_every_arm_starts_at_the_target_input_rms(emb, protocol, target):
+    cfg = replace(TINY, vocab_size=3000, n_embd=64, input_scale=protocol, input_rms=target)
+    torch.manual_seed(0)
+    assert abs(input_rms(GPT(replace(cfg, emb=emb))) / target - 1) < 0.10
+
+
+def test_without_the_protocol_the_arms_start_far_apart():
+    """The check above can fail: built as they are, the arms start at different scales (lev larger, albert smaller)."""
+    cfg = replace(TINY, vocab_size=3000, n_embd=64, input_scale="none")
+    rms = {emb: input_rms(GPT(replace(cfg, emb=emb))) for emb in ("tied", "lev", "albert")}
+    assert abs(rms["tied"] / 0.02 - 1) < 0.1
+    assert rms["lev"] > 2 * rms["tied"] and rms["albert"] < rms["tied"] / 5
+
+
+def test_protocol_keeps_the_tied_baseline_exactly_and_changes_only_the_last_layer():
+    torch.manual_seed(0)
+    plain = GPT(replace(TINY, emb="tied", input_scale="none"))
+    torch.manual_seed(0)
+    fair = GPT(replace(TINY, emb="tied", input_scale="init"))
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), fair.state_dict().values()))
+    torch.manual_seed(0)
+    plain = GPT(replace(TINY, emb="lev", input_scale="none"))
+    torch.manual_seed(0)
+    fair = GPT(replace(TINY, emb="lev", input_scale="init"))
+    changed = [k for k, v in plain.state_dict().items() if not torch.equal(v, fair.state_dict()[k])]
+    assert changed == ["wte.W_out"]
+    ratio = fair.wte.W_out / plain.wte.W_out                 # one scalar factor
+    torch.testing.assert_close(ratio, torch.full_like(ratio, ratio.flatten()[0].item()))
+
+
+@pytest.mark.parametrize("rule", ["D", "4m"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_baseline_choices_stay_matched_to_lev(rule, bias):
+    """flat_mlp's hidden-width rule, the MLPs' biases and activation: the parameter match to P_LEV holds."""
+    cfg = replace(TINY, vocab_size=2000, n_embd=64, lev_d_seed=64, lev_heads=4, lev_kappa=8, lev_rank=32,
+                  flat_mlp_hidden=rule, emb_mlp_bias=bias, emb_mlp_act="relu")
+    target = lev_num_params(cfg.lev_config())
+    w = matched_widths(cfg)
+    assert w["flat_H"] == (64 if rule == "D" else 4 * w["flat_m"])
+    for emb in ("albert", "flat_mlp", "factorized_mlp"):
+        inp = GPT(replace(cfg, emb=emb)).param_breakdown()["input"]
+        assert abs(inp - target) / target < 0.02, (emb, inp, target)
+    m = GPT(replace(cfg, emb="flat_mlp"))
+    assert isinstance(m.wte.mlp[1], torch.nn.ReLU) and (m.wte.mlp[0].bias is not None) == bias
+    with pytest.raises(ValueError, match="emb_mlp_act"):
+        replace(cfg, emb_mlp_act="tanh")
+
+
+def test_checkpoints_from_before_the_protocol_load_as_they_were_built():
+    assert GPTConfig.saved({"emb": "lev"})["input_scale"] == "none"
+    assert GPTConfig.saved({"emb": "lev", "input_scale": "norm"})["input_scale"] == "norm"
