@@ -135,6 +135,9 @@ class TokenData:
 
     def _windows(self, split, starts, block_size):
         w = np.stack([self.tokens(split, int(s), block_size + 1) for s in starts])  # (B, T+1)
+        if w.size and int(w.max()) >= self.vocab_size:  # large datasets are not scanned whole when opened
+            raise ValueError(f"{self.path} holds token id {int(w.max())} >= its vocab_size {self.vocab_size} in the "
+                             f"{split} split: the shards are damaged or from another tokenizer; prepare it again.")
         return w[:, :-1], w[:, 1:]  # x (B, T), y (B, T): y is x shifted by one
 
     def _split(self, split):

@@ -400,3 +400,17 @@ def test_val_windows_are_fixed_and_disjoint(counting_data):
         counting_data.val_windows(n=16, block_size=32)
     with pytest.raises(ValueError, match="too few for one window of block_size 500"):
         counting_data.get_batch("val", 1, 500)
+
+
+def test_batches_never_carry_ids_beyond_the_vocabulary(counting_data):
+    """Large datasets are not scanned whole when opened: each batch is checked as it is read (an id >= V
+    would otherwise alias other ids in LEV's digits, or index past a table on the GPU)."""
+    path = os.path.join(counting_data.path, "train_000002.bin")
+    arr = np.memmap(path, dtype="<u2", mode="r+", offset=shards.HEADER_BYTES, shape=(700,))
+    arr[:] = 1999 + 7                                         # every id of the last shard out of range
+    arr.flush()
+    del arr
+    data = TokenData(counting_data.path, check_ids=False)
+    with pytest.raises(ValueError, match="token id 2006 >= its vocab_size 2000"):
+        for step in range(20):
+            data.get_batch("train", batch_size=8, block_size=16, seed=0, step=step)
