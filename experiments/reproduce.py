@@ -1,0 +1,144 @@
+"""
+The reproduction: every input map on the same tokens, body and seeds, under the equal-footing protocol, then
+evaluate.py (relative-frequency and seen-count buckets, zero-shot, token efficiency, curves). Run it from the
+project folder as a module:
+
+    python -m experiments.reproduce --corpus shakespeare --dry-run          # print every command, run nothing
+    python -m experiments.reproduce --corpus text --input 'corpus/*.txt'    # any local text (the README's run)
+    python -m experiments.reproduce --corpus wikitext103                    # downloads WikiText-103 once (~180 MB)
+    python -m experiments.reproduce --corpus text --input 'corpus/*.txt' --body ref --arms tied untied lev --seeds 1 2
+
+Corpora (GPT-2 tokenizer; a held-out split of the same corpus is the validation set):
+  shakespeare  tinyshakespeare (downloaded once by data/prepare.py, or --input FILE)
+  wikitext103  WikiText-103 raw (downloaded once by data/prepare.py, or --input DIR/ZIP)
+  text         any local .txt / .md / .jsonl(.zst) files: --input 'FILES' (quote globs)
+Zero-shot: the embedded default dataset (Python's own documentation, never in these corpora unless you put it
+there), and any prepared datasets given with --zero-shot.
+
+Bodies: "cpu" is the cpu preset (4 layers, width 128, context 128, batch 8: 1,024 tokens per step), where the
+input table is 88% of a tied model; "ref" is 6 layers, width 384, context 256, batch 8 (2,048 tokens per step),
+a body-heavier model. Both default to 1,024,000 training tokens per run.
+Arms: every --emb of model.py, plus the controls lev_shuffled (LEV on the digits of randomly permuted ids),
+lev_k32 (32 spline knots; more parameters than lev) and flat_mlp_4m (flat_mlp with a 4m-wide hidden layer).
+The core arms (tied, untied, lev, lev_shuffled) run --seeds, the others --seeds-others. Seed s means the same
+initialisation stream and the same batches for every arm.
+
+Every run is `python train.py` with the flags printed. A finished run (its log has the final eval) is skipped and
+an unfinished one resumed, so the script can be stopped and started again; each run's wall time is logged in its
+log.jsonl. Results: out/reproduce/<corpus>/<body>[_<tag>]/: eval.json, eval.txt, summary.md, plots/, timing.json.
+"""
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+
+from cli import parse
+from model import EMB_CHOICES
+
+CORPORA = {  # name -> (prepare.py arguments, prepared dataset name)
+    "shakespeare": (["shakespeare"], "repro_shakespeare"),
+    "wikitext103": (["wikitext103"], "repro_wikitext103"),
+    "text": (["text"], "repro_text"),
+}
+BODIES = {   # name -> train.py flags (the same for every arm)
+    "cpu": ["--preset=cpu", "--max-iters=1000", "--eval-interval=100", "--lr=2e-3", "--warmup-iters=50"],
+    "ref": ["--preset=cpu", "--n-layer=6", "--n-head=6", "--n-embd=384", "--block-size=256", "--max-iters=500",
+            "--eval-interval=50", "--lr=1e-3", "--warmup-iters=25"],
+}
+CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_k32": ["--emb=lev", "--lev-kappa=32"],
+            "flat_mlp_4m": ["--emb=flat_mlp", "--flat-mlp-hidden=4m"]}
+ARMS = {**{emb: [f"--emb={emb}"] for emb in EMB_CHOICES}, **CONTROLS}
+CORE = ("tied", "untied", "lev", "lev_shuffled")
+
+
+@dataclass
+class ReproduceConfig:
+    corpus: str = "shakespeare"   # shakespeare, wikitext103 or text (with --input)
+    input: list[str] = field(default_factory=list)  # the corpus's files (text: required; others: instead of a download)
+    body: str = "cpu"             # cpu (4 x 128) or ref (6 x 384, body-heavier)
+    arms: list[str] = field(default_factory=lambda: ["tied", "untied", "lev", "lev_shuffled", "albert", "flat_mlp",
+                                                     "factorized_mlp", "lev_k32"])  # which arms (see ARMS)
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3])   # seeds of the core arms (tied, untied, lev, lev_shuffled)
+    seeds_others: list[int] = field(default_factory=lambda: [1, 2])  # seeds of every other arm
+    steps: int = 0                # optimizer steps per run (0 = the body's: 1,024,000 training tokens)
+    input_scale: str = ""         # the equal-footing protocol for every arm ("" = model.py's default)
+    zero_shot: list[str] = field(default_factory=lambda: ["default"])  # prepared datasets for zero-shot evaluation
+    max_windows: int = 1024       # validation windows per dataset in evaluate.py (evenly spread)
+    tag: str = ""                 # a suffix for the results folder (e.g. to keep a protocol comparison apart)
+    out: str = "out/reproduce"    # where runs and results go
+    train_flags: str = ""         # extra train.py flags for every run, quoted (e.g. "--dtype=float32")
+    dry_run: bool = False         # print the commands, run nothing
+
+
+def sh(cmd, dry, capture=False):
+    print("+", " ".join(shlex.quote(c) for c in cmd), flush=True)
+    if not dry:
+        return subprocess.run(cmd, check=True, capture_output=capture, text=True).stdout
+
+
+def finished(out_dir, steps):
+    """Whether a run's log holds the eval at its last step."""
+    log = os.path.join(out_dir, "log.jsonl")
+    if not os.path.exists(log):
+        return False
+    with open(log) as f:
+        return any(e.get("event") == "eval" and e.get("step") == steps for e in map(json.loads, f))
+
+
+def prepare(rc: ReproduceConfig, py):
+    """The corpus and the zero-shot datasets, prepared once (data/<name>/meta.json marks a finished one)."""
+    args, name = CORPORA[rc.corpus]
+    if not os.path.exists(os.path.join("data", name, "meta.json")):
+        if rc.corpus == "text" and not rc.input:
+            sys.exit("error: --corpus text needs --input FILES (quote globs: --input 'corpus/*.txt').")
+        sh([py, "data/prepare.py", *args, *(["--input", *rc.input] if rc.input else []), "--out-dir",
+            os.path.join("data", name)], rc.dry_run)
+    if "default" in rc.zero_shot and not os.path.exists(os.path.join("data", "default", "meta.json")):
+        sh([py, "data/prepare.py", "default"], rc.dry_run)
+    return name
+
+
+def main(argv=None):
+    rc = parse(ReproduceConfig, argv, description=__doc__, choices=dict(corpus=tuple(CORPORA), body=tuple(BODIES)))
+    unknown = [a for a in rc.arms if a not in ARMS]
+    if unknown:
+        sys.exit(f"error: unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}.")
+    py, t0 = sys.executable, time.time()
+    dataset = prepare(rc, py)
+    body = BODIES[rc.body] + ([f"--max-iters={rc.steps}"] if rc.steps else [])
+    steps = int(next(f for f in reversed(body) if f.startswith("--max-iters="))[12:])
+    common = [*body, f"--dataset={dataset}", "--eval-iters=16", "--log-interval=50", "--sample-tokens=0",
+              *([f"--input-scale={rc.input_scale}"] if rc.input_scale else []), *shlex.split(rc.train_flags)]
+    results = os.path.join(rc.out, rc.corpus, rc.body + (f"_{rc.tag}" if rc.tag else ""))
+    runs, timing = [], {}
+    order = sorted(rc.arms, key=lambda a: a != "tied")                  # tied first: evaluate.py's baseline
+    for seed in sorted(set(rc.seeds) | set(rc.seeds_others)):
+        for arm in order:
+            if seed not in (rc.seeds if arm in CORE else rc.seeds_others):
+                continue
+            out_dir = os.path.join(results, "runs", f"{arm}_s{seed}")
+            runs.append(out_dir)
+            if finished(out_dir, steps):
+                continue
+            resume = ["--resume"] if os.path.exists(os.path.join(out_dir, "ckpt.pt")) else []
+            t1 = time.time()
+            sh([py, "train.py", *ARMS[arm], f"--seed={seed}", *common, f"--out-dir={out_dir}", *resume], rc.dry_run)
+            timing[os.path.basename(out_dir)] = round(time.time() - t1, 1)
+    cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", dataset, *rc.zero_shot, "--max-windows",
+           str(rc.max_windows), "--json", os.path.join(results, "eval.json"), "--plots", os.path.join(results, "plots"),
+           "--summary", os.path.join(results, "summary.md")]
+    out = sh(cmd, rc.dry_run, capture=True)
+    if not rc.dry_run:
+        print(out)
+        with open(os.path.join(results, "eval.txt"), "w") as f:
+            f.write(out)
+        with open(os.path.join(results, "timing.json"), "w") as f:
+            json.dump(dict(runs_s=timing, total_s=round(time.time() - t0, 1), command=" ".join(sys.argv)), f, indent=1)
+        print(f"results in {results} (summary.md, eval.txt, plots/); {time.time() - t0:.0f} s in this invocation")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,50 @@
+"""experiments/reproduce.py: every arm and seed on the same tokens and body, then evaluate.py."""
+import os
+import shlex
+import subprocess
+import sys
+
+from conftest import ROOT
+from model import EMB_CHOICES
+
+
+def dry_run(tmp_path, *extra):
+    out = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--dry-run", "--out", str(tmp_path / "r"),
+                          "--corpus", "text", "--input", str(tmp_path / "*.txt"), *extra],
+                         cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [shlex.split(line[2:]) for line in out.splitlines() if line.startswith("+ ")]
+
+
+def flags(cmd):
+    return dict(a[2:].split("=", 1) for a in cmd if a.startswith("--") and "=" in a)
+
+
+def test_every_arm_and_seed_on_the_same_tokens_and_body(tmp_path):
+    cmds = dry_run(tmp_path)
+    train = [flags(c) for c in cmds if c[1] == "train.py"]
+    core, others = {"tied", "untied", "lev", "lev_shuffled"}, {"albert", "flat_mlp", "factorized_mlp", "lev_k32"}
+    names = {(os.path.basename(f["out-dir"]).rsplit("_s", 1)[0], int(f["seed"])) for f in train}
+    assert names == {(a, s) for a in core for s in (1, 2, 3)} | {(a, s) for a in others for s in (1, 2)}
+    same = lambda f: {k: v for k, v in f.items() if k not in ("emb", "seed", "out-dir", "lev-id-shuffle", "lev-kappa")}
+    assert all(same(f) == same(train[0]) for f in train)                        # same steps, body, batches
+    assert int(train[0]["max-iters"]) * 1024 >= 1_000_000                       # >= 1M training tokens per run
+    by_name = {os.path.basename(f["out-dir"]): f for f in train}
+    assert by_name["lev_shuffled_s1"]["lev-id-shuffle"] == "1" and by_name["lev_k32_s1"]["lev-kappa"] == "32"
+    ev = next(c for c in cmds if c[1] == "evaluate.py")
+    runs = ev[ev.index("--runs") + 1:ev.index("--dataset")]
+    assert len(runs) == len(train) and os.path.basename(runs[0]) == "tied_s1"    # tied first: the baseline
+    assert ev[ev.index("--dataset") + 1:ev.index("--dataset") + 3] == ["repro_text", "default"]   # + zero-shot
+
+
+def test_every_emb_of_the_model_is_an_arm_and_bodies_and_subsets(tmp_path):
+    from experiments.reproduce import ARMS
+    assert set(EMB_CHOICES) <= set(ARMS)                                         # a new arm cannot drop out
+    cmds = dry_run(tmp_path, "--body", "ref", "--arms", "tied", "lev", "--seeds", "4", "--steps", "7",
+                   "--input-scale", "norm", "--tag", "x")
+    train = [flags(c) for c in cmds if c[1] == "train.py"]
+    assert [(f["emb"], f["seed"], f["max-iters"], f["n-embd"], f["input-scale"]) for f in train] == \
+        [("tied", "4", "7", "384", "norm"), ("lev", "4", "7", "384", "norm")]
+    assert "/text/ref_x/" in train[0]["out-dir"]
+    bad = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--dry-run", "--arms", "nope"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode != 0 and "unknown arm" in bad.stderr and "Traceback" not in bad.stderr
