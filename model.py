@@ -1,6 +1,6 @@
 """
 A compact LLaMA-style decoder (RMSNorm, rotary positions, SwiGLU MLP, no biases) whose input
-embedding is switched by one field, GPTConfig.emb (spec section 3, ../shared/spec/leviathan.md):
+embedding is switched by one field, GPTConfig.emb (docs/method.md, section 5):
 
     tied            E (V x D) looks tokens up and scores them (weight tying)
     untied          E_in (V x D) and a separate dense head E_out (V x D)
