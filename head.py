@@ -4,6 +4,7 @@ For N positions with hidden states x_n (D,) after the final norm, the head's wei
 
     z_n      = W x_n                                   logits                  (V,)      all: (N, V)
     loss_n   = logsumexp(z_n) - z_n[y_n]               cross-entropy           ()        all: (N,)
+             = -log softmax(z_n)[y_n]
     L        = sum_n g_n loss_n                        g_n = 1/N ("mean"), 1 ("sum"), upstream ("none")
     dL/dz_n  = g_n (softmax(z_n) - onehot(y_n))        softmax(z_n) = exp(z_n - logsumexp(z_n))    (V,)
     dL/dx_n  = W^T dL/dz_n                                                     (D,)      all: (N, D)
@@ -20,16 +21,23 @@ Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has
   - reduction "mean" / "sum": the gradients are computed in forward, when autograd will want them, so the
     logits are computed once (3 matmuls in all, like the plain path); backward only scales dL/dx and dL/dW
     by the scalar upstream gradient.
-  - reduction "none" with gradients: forward keeps logsumexp (N,) and backward recomputes each block's
-    logits with the per-token upstream gradient g_n (4 matmuls). Under no_grad (evaluation) "none" is one
-    chunked forward pass.
+    The price: with gradients enabled, forward does the backward's work even if backward never runs, so
+    evaluate under torch.no_grad() (train.py does), where forward is the loss alone.
+  - reduction "none" with gradients: forward saves only x, W and targets, and backward recomputes each
+    block's logits to scale its rows by the per-token upstream gradient g_n (4 matmuls in all). Under
+    no_grad (evaluation) "none" is one chunked forward pass.
   - Our choice: blocks over positions only, not over the vocabulary. A block of n full rows already bounds
     the memory at n * V; splitting V too would need an online logsumexp and a second pass for the softmax,
-    and helps only when one row (V numbers) is itself too large, which it is not at V ~ 50k.
+    and helps only when one row (V numbers) is itself too large, which it is not at V ~ 50k. The cost of
+    blocks over positions: dL/dW (V, D) is read and written once per block, so blocks must not be tiny
+    (CHUNK_LOGITS below). Splitting V for dL/dW alone (Cut Cross-Entropy) would avoid that at the price of
+    recomputing the logits; not done.
   - Dtypes follow nn.Linear: under torch.autocast the matmuls run in the autocast dtype (bf16), as they
     would for `lm_head(x)`; otherwise in the inputs' dtype. The logits are upcast to float32 (float64 for
-    float64 inputs) for logsumexp, the loss and dL/dz; dL/dW is accumulated in float32 over the blocks and
-    cast to W's dtype at the end; the loss is float32 (float64 for float64 inputs).
+    float64 inputs) for log_softmax, the loss and dL/dz, which goes back to the matmul's dtype for the two
+    gradient matmuls; dL/dW is summed over the blocks in float32 and cast to W's dtype at the end, dL/dx
+    to x's; the loss is float32 (float64 for float64 inputs). autograd.Function bodies run with autocast
+    off, casting explicitly (what torch.amp.custom_fwd does, without fixing the device type).
 
 tests/test_head.py checks values and gradients against the plain path in float64 and under bf16 autocast,
 and that nothing of size N * V is saved for backward.
@@ -37,12 +45,14 @@ and that nothing of size N * V is saved for backward.
 import torch
 import torch.nn.functional as F
 
-# Default block size, in numbers of logits per block: (1 << 22) // V positions (83 at V = 50257).
-# Measured on a 2-core AMD EPYC (avx512_bf16), V = 50257, forward + backward, reduction "mean":
-#   D = 128, N = 1024 / D = 384, N = 2048: blocks of 2^21..2^24 logits are within ~5% of each other
-#   (see the table in helper/ce's report); smaller blocks (2^20) lose up to ~15% to per-block overhead and the
-#   (V, D) accumulation of dL/dW, larger ones only cost memory. Our choice: 2^22 (16 MB of float32 logits).
-CHUNK_LOGITS = 1 << 22
+# Default block size, in logits per block: 2^23, i.e. (1 << 23) // V = 166 positions at V = 50257 (a 32 MB
+# float32 block). Measured on this project's 2-core AMD EPYC CPU (avx512_bf16), V = 50257, forward + backward
+# of reduction "mean", fastest of 3, 2 threads, seconds for blocks of 2^22 / 2^23 / 2^24 logits:
+#   N = 1024, D = 128:  float32 0.28 / 0.28 / 0.31    bf16 autocast 0.14 / 0.13 / 0.25
+#   N = 2048, D = 384:  float32 1.40 / 1.29 / 1.41    bf16 autocast 1.11 / 0.87 / 0.86
+# (1 thread: the same ranking; 2^21 and below lose 10-100% to the per-block (V, D) sum of dL/dW; one block
+# for all N is no faster and holds all the logits). On a GPU a larger block likely pays (not measured).
+CHUNK_LOGITS = 1 << 23
 
 
 def default_chunk_size(V: int) -> int:
@@ -97,89 +107,88 @@ def compute_dtype(x, W) -> torch.dtype:
 
 
 def blocks(N: int, chunk: int):
+    """[(start, end)] of consecutive blocks of at most chunk positions out of N."""
     return [(a, min(a + chunk, N)) for a in range(0, N, chunk)]
 
 
-def block_loss(xc, Wc, y, acc):
-    """One block's logits, upcast: xc (n, D), Wc (V, D), y (n,) -> z (n, V) in acc, lse (n,), loss (n,)."""
-    z = (xc @ Wc.t()).to(acc)                                                # (n, V)
-    lse = torch.logsumexp(z, dim=1)                                          # (n,)
-    return z, lse, lse - z.gather(1, y[:, None]).squeeze(1)                  # loss_n = lse_n - z_n[y_n]
+def block_log_softmax(xc, Wc, acc):
+    """One block's log-probabilities: xc (n, D), Wc (V, D) -> log softmax(z) (n, V) in acc (float32+),
+    z = xc Wc^T in the matmul's dtype, upcast, then log_softmax (one fused pass; faster than logsumexp)."""
+    return torch.log_softmax((xc @ Wc.t()).to(acc), dim=1)                  # (n, V)
 
 
-def softmax_minus_onehot_(z, lse, y, g):
-    """In place: z (n, V) -> dL/dz = g_n (softmax(z_n) - onehot(y_n)), g a number or (n,)."""
-    z.sub_(lse[:, None]).exp_()                                              # softmax, (n, V)
-    z[torch.arange(z.shape[0], device=z.device), y] -= 1.0
-    return z.mul_(g if not torch.is_tensor(g) else g[:, None])
+def softmax_minus_onehot_(logp, y):
+    """In place: log softmax(z) (n, V) -> softmax(z_n) - onehot(y_n) = dloss_n/dz_n (n, V)."""
+    p = logp.exp_()                                                          # (n, V)
+    p[torch.arange(p.shape[0], device=p.device), y] -= 1.0
+    return p
 
 
-def accumulate_grads(dz, xc, Wc, a, b, grad_x, grad_W):
-    """dL/dx[a:b] = dL/dz W (n, D); dL/dW += dL/dz^T x (V, D), summed in grad_W's (float32+) dtype."""
-    dz = dz.to(Wc.dtype)                                                     # back to the matmul's dtype
-    if grad_x is not None:
-        grad_x[a:b] = dz @ Wc                                                # (n, D)
-    if grad_W is not None:
-        if dz.dtype == grad_W.dtype:
-            grad_W.addmm_(dz.t(), xc)                                        # (V, n) @ (n, D), no temporary
-        else:
-            grad_W += (dz.t() @ xc).to(grad_W.dtype)                         # bf16 matmul, float32 sum
+def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None):
+    """The loop over blocks of positions: loss_n (N,) and, if asked, the rows dloss_n/dx_n (N, D) and the sum
+    sum_n dloss_n/dW (V, D), each term times g_n when g (N,) is given. Each block's logits are dropped as
+    soon as they are used; the sum over blocks is kept in acc (float32, or float64 for float64 inputs)."""
+    N, D = xc.shape
+    loss = torch.empty(N, dtype=acc, device=xc.device)                       # (N,)
+    grad_x = torch.empty(N, D, dtype=acc, device=xc.device) if need_x else None
+    grad_W = torch.zeros(Wc.shape, dtype=acc, device=Wc.device) if need_W else None
+    for a, b in blocks(N, chunk):
+        y = targets[a:b]                                                     # (n,)
+        logp = block_log_softmax(xc[a:b], Wc, acc)                           # (n, V)
+        loss[a:b] = -logp.gather(1, y[:, None]).squeeze(1)                   # lse(z_n) - z_n[y_n]
+        if need_x or need_W:
+            dz = softmax_minus_onehot_(logp, y)                              # (n, V)
+            if g is not None:
+                dz.mul_(g[a:b, None])                                        # g_n (softmax - onehot)
+            dz = dz.to(Wc.dtype)                                             # back to the matmul's dtype
+            if need_x:
+                grad_x[a:b] = dz @ Wc                                        # (n, V) @ (V, D)
+            if need_W and dz.dtype == acc:
+                grad_W.addmm_(dz.t(), xc[a:b])                               # += (V, n) @ (n, D), in place
+            elif need_W:
+                grad_W += dz.t() @ xc[a:b]                                   # bf16 matmul, float32 sum
+        del logp
+    return loss, grad_x, grad_W
 
 
 class LinearCrossEntropy(torch.autograd.Function):
-    """x (N, D), W (V, D), targets (N,) -> loss () or (N,). Saves dL/dx (N, D) and dL/dW (V, D) ("mean",
-    "sum") or x, W, targets, logsumexp (N,) ("none"); never the logits."""
+    """x (N, D), W (V, D), targets (N,) -> loss () or (N,). Saves for backward dL/dx (N, D) and dL/dW (V, D)
+    ("mean", "sum") or x, W, targets ("none"); never the logits. The bodies run with autocast off and cast
+    explicitly to the dtype linear_cross_entropy chose (autocast would otherwise recast inside).
+    once_differentiable: no double backward (nothing in this project needs it)."""
 
     @staticmethod
     def forward(ctx, x, W, targets, reduction, chunk, dtype, grad_enabled):
-        # The body runs with autocast off and explicit casts (autocast would otherwise recast inside).
-        acc = torch.float64 if dtype == torch.float64 else torch.float32     # softmax, loss, dL/dW sum
+        acc = torch.float64 if dtype == torch.float64 else torch.float32     # softmax, loss, sums
         need_x, need_W = grad_enabled and ctx.needs_input_grad[0], grad_enabled and ctx.needs_input_grad[1]
-        grads_now = (need_x or need_W) and reduction != "none"
-        N = x.shape[0]
-        g = 1.0 / N if reduction == "mean" else 1.0                          # dL/dloss_n
-        with torch.autocast(x.device.type, enabled=False):
-            xc, Wc = x.to(dtype), W.to(dtype)                                # (N, D), (V, D)
-            losses = torch.empty(N, dtype=acc, device=x.device)              # (N,)
-            lses = torch.empty(N, dtype=acc, device=x.device)                # (N,)
-            grad_x = torch.empty(N, x.shape[1], dtype=acc, device=x.device) if grads_now and need_x else None
-            grad_W = torch.zeros(W.shape, dtype=acc, device=W.device) if grads_now and need_W else None
-            for a, b in blocks(N, chunk):
-                z, lses[a:b], losses[a:b] = block_loss(xc[a:b], Wc, targets[a:b], acc)
-                if grads_now:
-                    accumulate_grads(softmax_minus_onehot_(z, lses[a:b], targets[a:b], g), xc[a:b], Wc,
-                                     a, b, grad_x, grad_W)
-                del z
-        ctx.reduction, ctx.chunk, ctx.dtype = reduction, chunk, dtype
+        now = reduction != "none"                                            # gradients now, or in backward
+        ctx.reduction, ctx.chunk, ctx.dtype, ctx.acc = reduction, chunk, dtype, acc
         ctx.x_dtype, ctx.W_dtype = x.dtype, W.dtype
+        with torch.autocast(x.device.type, enabled=False):
+            loss, grad_x, grad_W = chunked_pass(x.to(dtype), W.to(dtype), targets, chunk, acc,
+                                                now and need_x, now and need_W)
         if reduction == "none":
             if need_x or need_W:
-                ctx.save_for_backward(x, W, targets, lses)
-            return losses
-        ctx.save_for_backward(grad_x, grad_W)
-        return losses.sum() * g
+                ctx.save_for_backward(x, W, targets)                         # backward recomputes the logits
+            return loss                                                      # (N,)
+        ctx.save_for_backward(grad_x, grad_W)                                # d(sum_n loss_n)/dx, /dW
+        ctx.scale = 1.0 / x.shape[0] if reduction == "mean" else 1.0
+        return loss.sum() * ctx.scale                                        # ()
 
     @staticmethod
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_out):
-        if ctx.reduction != "none":
+        if ctx.reduction != "none":                                          # grad_out (): a scaling
             grad_x, grad_W = ctx.saved_tensors
-            grad_x = None if grad_x is None else (grad_x * grad_out).to(ctx.x_dtype)
-            grad_W = None if grad_W is None else (grad_W * grad_out).to(ctx.W_dtype)
+            g = grad_out.to(ctx.acc) * ctx.scale
+            grad_x = None if grad_x is None else (grad_x * g).to(ctx.x_dtype)
+            grad_W = None if grad_W is None else (grad_W * g).to(ctx.W_dtype)
             return grad_x, grad_W, None, None, None, None, None
-        x, W, targets, lses = ctx.saved_tensors
-        acc = lses.dtype
-        need_x, need_W = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+        x, W, targets = ctx.saved_tensors                                    # grad_out (N,): per token
         with torch.autocast(x.device.type, enabled=False):
-            xc, Wc = x.to(ctx.dtype), W.to(ctx.dtype)
-            g = grad_out.to(acc)                                             # (N,) per-token upstream
-            grad_x = torch.empty(x.shape, dtype=acc, device=x.device) if need_x else None
-            grad_W = torch.zeros(W.shape, dtype=acc, device=W.device) if need_W else None
-            for a, b in blocks(x.shape[0], ctx.chunk):
-                z = (xc[a:b] @ Wc.t()).to(acc)                               # (n, V), recomputed
-                dz = softmax_minus_onehot_(z, lses[a:b], targets[a:b], g[a:b])
-                accumulate_grads(dz, xc[a:b], Wc, a, b, grad_x, grad_W)
-                del z, dz
+            _, grad_x, grad_W = chunked_pass(x.to(ctx.dtype), W.to(ctx.dtype), targets, ctx.chunk, ctx.acc,
+                                             ctx.needs_input_grad[0], ctx.needs_input_grad[1],
+                                             g=grad_out.to(ctx.acc))
         grad_x = None if grad_x is None else grad_x.to(ctx.x_dtype)
         grad_W = None if grad_W is None else grad_W.to(ctx.W_dtype)
         return grad_x, grad_W, None, None, None, None, None
