@@ -1,0 +1,194 @@
+"""The output head's loss: linear + cross-entropy, chunk by chunk, never holding the (N, V) logits.
+
+For N positions with hidden states x_n (D,) after the final norm, the head's weight W (V, D) and targets y_n:
+
+    z_n      = W x_n                                   logits                  (V,)      all: (N, V)
+    loss_n   = logsumexp(z_n) - z_n[y_n]               cross-entropy           ()        all: (N,)
+             = -log softmax(z_n)[y_n]
+    L        = sum_n g_n loss_n                        g_n = 1/N ("mean"), 1 ("sum"), upstream ("none")
+    dL/dz_n  = g_n (softmax(z_n) - onehot(y_n))        softmax(z_n) = exp(z_n - logsumexp(z_n))    (V,)
+    dL/dx_n  = W^T dL/dz_n                                                     (D,)      all: (N, D)
+    dL/dW    = sum_n dL/dz_n x_n^T                                             (V, D)
+
+The plain path (`plain_cross_entropy`, the two lines model.py has always had) builds all of z (N, V) in
+float32 and autograd saves it for backward (log_softmax's output): at N = 1024, V = 50257 that is 206 MB,
+more than a small model's whole body. `linear_cross_entropy` walks over blocks of positions instead: each
+block's logits (n, V) are computed, turned into loss and into dL/dz (softmax minus one-hot, in place), and
+used at once for the block's dL/dx and its share of dL/dW; then they are dropped. Peak extra memory is one
+block (n * V numbers) plus dL/dW (V, D) and dL/dx (N, D); nothing of size N * V is ever saved.
+
+Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has the same math):
+  - reduction "mean" / "sum": the gradients are computed in forward, when autograd will want them, so the
+    logits are computed once (3 matmuls in all, like the plain path); backward only scales dL/dx and dL/dW
+    by the scalar upstream gradient.
+    The price: with gradients enabled, forward does the backward's work even if backward never runs, so
+    evaluate under torch.no_grad() (train.py does), where forward is the loss alone.
+  - reduction "none" with gradients: forward saves only x, W and targets, and backward recomputes each
+    block's logits to scale its rows by the per-token upstream gradient g_n (4 matmuls in all). Under
+    no_grad (evaluation) "none" is one chunked forward pass.
+  - Our choice: blocks over positions only, not over the vocabulary. A block of n full rows already bounds
+    the memory at n * V; splitting V too would need an online logsumexp and a second pass for the softmax,
+    and helps only when one row (V numbers) is itself too large, which it is not at V ~ 50k. The cost of
+    blocks over positions: dL/dW (V, D) is read and written once per block, so blocks must not be tiny
+    (CHUNK_LOGITS below). Splitting V for dL/dW alone (Cut Cross-Entropy) would avoid that at the price of
+    recomputing the logits; not done.
+  - Dtypes follow nn.Linear: under torch.autocast the matmuls run in the autocast dtype (bf16), as they
+    would for `lm_head(x)`; otherwise in the inputs' dtype. The logits are upcast to float32 (float64 for
+    float64 inputs) for log_softmax, the loss and dL/dz, which goes back to the matmul's dtype for the two
+    gradient matmuls; dL/dW is summed over the blocks in float32 and cast to W's dtype at the end, dL/dx
+    to x's; the loss is float32 (float64 for float64 inputs). autograd.Function bodies run with autocast
+    off, casting explicitly (what torch.amp.custom_fwd does, without fixing the device type).
+
+tests/test_head.py checks values and gradients against the plain path in float64 and under bf16 autocast,
+and that nothing of size N * V is saved for backward.
+"""
+import torch
+import torch.nn.functional as F
+
+# Default block size, in logits per block: 2^23, i.e. (1 << 23) // V = 166 positions at V = 50257 (a 32 MB
+# float32 block). Measured on this project's 2-core AMD EPYC CPU (avx512_bf16), V = 50257, forward + backward
+# of reduction "mean", fastest of 3, 2 threads, seconds for blocks of 2^22 / 2^23 / 2^24 logits:
+#   N = 1024, D = 128:  float32 0.28 / 0.28 / 0.31    bf16 autocast 0.14 / 0.13 / 0.25
+#   N = 2048, D = 384:  float32 1.40 / 1.29 / 1.41    bf16 autocast 1.11 / 0.87 / 0.86
+# (1 thread: the same ranking; 2^21 and below lose 10-100% to the per-block (V, D) sum of dL/dW; one block
+# for all N is no faster and holds all the logits). On a GPU a larger block likely pays (not measured).
+CHUNK_LOGITS = 1 << 23
+
+
+def default_chunk_size(V: int) -> int:
+    """Positions per block so that one block's logits (n, V) hold about CHUNK_LOGITS numbers."""
+    return max(1, CHUNK_LOGITS // V)
+
+
+def plain_cross_entropy(x, W, targets, reduction="mean"):
+    """The reference: full logits, F.cross_entropy on float32 logits (float64 ones for float64 inputs).
+    x (..., D), W (V, D), targets (...); the same returns as linear_cross_entropy."""
+    logits = F.linear(x, W)                                                  # (..., V)
+    logits = logits if logits.dtype == torch.float64 else logits.float()
+    loss = F.cross_entropy(logits.view(-1, W.shape[0]), targets.reshape(-1), reduction=reduction)
+    return loss.view(targets.shape) if reduction == "none" else loss
+
+
+def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None):
+    """Cross-entropy of the logits x W^T against targets, block by block over positions.
+
+    x (N, D) or (B, T, D); W (V, D); targets int64 with x's leading shape. reduction "mean" or "sum" returns a
+    scalar, "none" the per-token losses with targets' shape; float32 (float64 for float64 inputs).
+    chunk_size: positions per block (default: default_chunk_size(V)).
+    """
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
+    if W.dim() != 2 or x.shape[-1] != W.shape[1]:
+        raise ValueError(f"x (..., D) and W (V, D) must share D; got x {tuple(x.shape)} and W {tuple(W.shape)}.")
+    if targets.shape != x.shape[:-1]:
+        raise ValueError(f"targets {tuple(targets.shape)} must have x's leading shape {tuple(x.shape[:-1])}.")
+    if targets.dtype.is_floating_point or targets.dtype == torch.bool:
+        raise TypeError(f"targets must be integer class ids (int64), got {targets.dtype}.")
+    chunk = default_chunk_size(W.shape[0]) if chunk_size is None else int(chunk_size)
+    if chunk < 1:
+        raise ValueError(f"chunk_size must be a positive number of positions, got {chunk_size}.")
+    dtype = compute_dtype(x, W)
+    # Function.forward runs with grad mode off and its ctx.needs_input_grad ignores no_grad: pass the mode.
+    loss = LinearCrossEntropy.apply(x.reshape(-1, x.shape[-1]), W, targets.reshape(-1).long(),
+                                    reduction, chunk, dtype, torch.is_grad_enabled())
+    return loss.view(targets.shape) if reduction == "none" else loss
+
+
+def compute_dtype(x, W) -> torch.dtype:
+    """The matmul's dtype, as nn.Linear would get it: the autocast dtype when autocast is on for x's device
+    (autocast leaves float64 alone), else the inputs' dtype (which must agree, as for F.linear)."""
+    device = x.device.type
+    if torch.is_autocast_enabled(device) and x.dtype != torch.float64 and W.dtype != torch.float64:
+        return torch.get_autocast_dtype(device)
+    if x.dtype != W.dtype:
+        raise TypeError(f"x is {x.dtype} but W is {W.dtype}; outside autocast they must have the same dtype "
+                        f"(cast one of them, or run under torch.autocast).")
+    return x.dtype
+
+
+def blocks(N: int, chunk: int):
+    """[(start, end)] of consecutive blocks of at most chunk positions out of N."""
+    return [(a, min(a + chunk, N)) for a in range(0, N, chunk)]
+
+
+def block_log_softmax(xc, Wc, acc):
+    """One block's log-probabilities: xc (n, D), Wc (V, D) -> log softmax(z) (n, V) in acc (float32+),
+    z = xc Wc^T in the matmul's dtype, upcast, then log_softmax (one fused pass; faster than logsumexp)."""
+    return torch.log_softmax((xc @ Wc.t()).to(acc), dim=1)                  # (n, V)
+
+
+def softmax_minus_onehot_(logp, y):
+    """In place: log softmax(z) (n, V) -> softmax(z_n) - onehot(y_n) = dloss_n/dz_n (n, V)."""
+    p = logp.exp_()                                                          # (n, V)
+    p[torch.arange(p.shape[0], device=p.device), y] -= 1.0
+    return p
+
+
+def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None):
+    """The loop over blocks of positions: loss_n (N,) and, if asked, the rows dloss_n/dx_n (N, D) and the sum
+    sum_n dloss_n/dW (V, D), each term times g_n when g (N,) is given. Each block's logits are dropped as
+    soon as they are used; the sum over blocks is kept in acc (float32, or float64 for float64 inputs)."""
+    N, D = xc.shape
+    loss = torch.empty(N, dtype=acc, device=xc.device)                       # (N,)
+    grad_x = torch.empty(N, D, dtype=acc, device=xc.device) if need_x else None
+    grad_W = torch.zeros(Wc.shape, dtype=acc, device=Wc.device) if need_W else None
+    for a, b in blocks(N, chunk):
+        y = targets[a:b]                                                     # (n,)
+        logp = block_log_softmax(xc[a:b], Wc, acc)                           # (n, V)
+        loss[a:b] = -logp.gather(1, y[:, None]).squeeze(1)                   # lse(z_n) - z_n[y_n]
+        if need_x or need_W:
+            dz = softmax_minus_onehot_(logp, y)                              # (n, V)
+            if g is not None:
+                dz.mul_(g[a:b, None])                                        # g_n (softmax - onehot)
+            dz = dz.to(Wc.dtype)                                             # back to the matmul's dtype
+            if need_x:
+                grad_x[a:b] = dz @ Wc                                        # (n, V) @ (V, D)
+            if need_W and dz.dtype == acc:
+                grad_W.addmm_(dz.t(), xc[a:b])                               # += (V, n) @ (n, D), in place
+            elif need_W:
+                grad_W += dz.t() @ xc[a:b]                                   # bf16 matmul, float32 sum
+        del logp
+    return loss, grad_x, grad_W
+
+
+class LinearCrossEntropy(torch.autograd.Function):
+    """x (N, D), W (V, D), targets (N,) -> loss () or (N,). Saves for backward dL/dx (N, D) and dL/dW (V, D)
+    ("mean", "sum") or x, W, targets ("none"); never the logits. The bodies run with autocast off and cast
+    explicitly to the dtype linear_cross_entropy chose (autocast would otherwise recast inside).
+    once_differentiable: no double backward (nothing in this project needs it)."""
+
+    @staticmethod
+    def forward(ctx, x, W, targets, reduction, chunk, dtype, grad_enabled):
+        acc = torch.float64 if dtype == torch.float64 else torch.float32     # softmax, loss, sums
+        need_x, need_W = grad_enabled and ctx.needs_input_grad[0], grad_enabled and ctx.needs_input_grad[1]
+        now = reduction != "none"                                            # gradients now, or in backward
+        ctx.reduction, ctx.chunk, ctx.dtype, ctx.acc = reduction, chunk, dtype, acc
+        ctx.x_dtype, ctx.W_dtype = x.dtype, W.dtype
+        with torch.autocast(x.device.type, enabled=False):
+            loss, grad_x, grad_W = chunked_pass(x.to(dtype), W.to(dtype), targets, chunk, acc,
+                                                now and need_x, now and need_W)
+        if reduction == "none":
+            if need_x or need_W:
+                ctx.save_for_backward(x, W, targets)                         # backward recomputes the logits
+            return loss                                                      # (N,)
+        ctx.save_for_backward(grad_x, grad_W)                                # d(sum_n loss_n)/dx, /dW
+        ctx.scale = 1.0 / x.shape[0] if reduction == "mean" else 1.0
+        return loss.sum() * ctx.scale                                        # ()
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad_out):
+        if ctx.reduction != "none":                                          # grad_out (): a scaling
+            grad_x, grad_W = ctx.saved_tensors
+            g = grad_out.to(ctx.acc) * ctx.scale
+            grad_x = None if grad_x is None else (grad_x * g).to(ctx.x_dtype)
+            grad_W = None if grad_W is None else (grad_W * g).to(ctx.W_dtype)
+            return grad_x, grad_W, None, None, None, None, None
+        x, W, targets = ctx.saved_tensors                                    # grad_out (N,): per token
+        with torch.autocast(x.device.type, enabled=False):
+            _, grad_x, grad_W = chunked_pass(x.to(ctx.dtype), W.to(ctx.dtype), targets, ctx.chunk, ctx.acc,
+                                             ctx.needs_input_grad[0], ctx.needs_input_grad[1],
+                                             g=grad_out.to(ctx.acc))
+        grad_x = None if grad_x is None else grad_x.to(ctx.x_dtype)
+        grad_W = None if grad_W is None else grad_W.to(ctx.W_dtype)
+        return grad_x, grad_W, None, None, None, None, None

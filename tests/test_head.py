@@ -1,0 +1,194 @@
+"""The chunked output-head loss (head.linear_cross_entropy) against the plain path (full logits, then
+F.cross_entropy): values and gradients in float64, float32 and bf16 autocast; and that it never saves
+anything of size N * V for backward, while the plain path does."""
+import pytest
+import torch
+
+from head import default_chunk_size, linear_cross_entropy, plain_cross_entropy
+
+
+def data(N, D, V, dtype=torch.float64, scale=1.0, seed=0, lead=None):
+    """x (N, D) (or lead + (D,)), W (V, D), targets; x and W require grad."""
+    gen = torch.Generator().manual_seed(seed)
+    shape = (N,) if lead is None else lead
+    x = (scale * torch.randn(*shape, D, generator=gen, dtype=dtype)).requires_grad_()
+    W = (torch.randn(V, D, generator=gen, dtype=dtype) / D ** 0.5).requires_grad_()
+    targets = torch.randint(0, V, shape, generator=gen)
+    return x, W, targets
+
+
+def upstream(loss, seed=1):
+    """A random upstream gradient: per token for "none", a scalar != 1 otherwise (checks the scaling)."""
+    if loss.dim() == 0:
+        return torch.tensor(0.7, dtype=loss.dtype)
+    return torch.randn(loss.shape, generator=torch.Generator().manual_seed(seed), dtype=torch.float64).to(loss.dtype)
+
+
+def value_and_grads(fn, x, W, targets, reduction, **kw):
+    loss = fn(x, W, targets, reduction, **kw)
+    return (loss, *torch.autograd.grad((loss * upstream(loss)).sum(), [x, W]))
+
+
+def assert_matches_reference(x, W, targets, reduction, rtol, atol, **kw):
+    """linear_cross_entropy on (x, W) == the plain path on float64 copies, in values and both gradients."""
+    out = value_and_grads(linear_cross_entropy, x, W, targets, reduction, **kw)
+    x64, W64 = (t.detach().double().requires_grad_() for t in (x, W))
+    ref = value_and_grads(plain_cross_entropy, x64, W64, targets, reduction)
+    assert out[0].dtype == (torch.float64 if x.dtype == torch.float64 else torch.float32)
+    assert out[1].dtype == x.dtype and out[2].dtype == W.dtype
+    for name, o, r in zip(["loss", "dL/dx", "dL/dW"], out, ref):
+        torch.testing.assert_close(o.double(), r, rtol=rtol, atol=atol, msg=lambda m: f"{name}: {m}")
+
+
+# ----------------------------------------------------------------------------------------------------
+# Values and gradients
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("N, V, chunk", [
+    (10, 37, 3),      # blocks that do not divide N, odd V
+    (10, 37, 1),      # one position per block
+    (10, 37, 10),     # one block, exactly N
+    (10, 37, 64),     # chunk > N
+    (33, 64, 8),
+])
+def test_matches_plain_float64(reduction, N, V, chunk):
+    x, W, targets = data(N, 6, V)
+    assert_matches_reference(x, W, targets, reduction, rtol=1e-12, atol=1e-13, chunk_size=chunk)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_large_logits_are_stable(reduction):
+    """Logits in the hundreds (x scaled by 30): exp(z) alone overflows float32 beyond z = 88; the
+    logsumexp must not. float32 against the float64 reference."""
+    x, W, targets = data(40, 16, 53, dtype=torch.float32, scale=30.0)
+    with torch.no_grad():
+        assert (x @ W.t()).abs().max() > 100
+    assert_matches_reference(x, W, targets, reduction, rtol=1e-5, atol=1e-4, chunk_size=7)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_float32_matches_float64_reference(reduction):
+    x, W, targets = data(50, 24, 101, dtype=torch.float32)
+    assert_matches_reference(x, W, targets, reduction, rtol=1e-5, atol=1e-6, chunk_size=16)
+
+
+def test_default_chunk_size():
+    x, W, targets = data(20, 8, 301, dtype=torch.float32)
+    assert default_chunk_size(50257) == 166 and default_chunk_size(10 ** 9) == 1
+    assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)
+
+
+def test_batch_time_input_and_per_token_shape():
+    x, W, targets = data(None, 8, 29, lead=(3, 5))
+    per_token = linear_cross_entropy(x, W, targets, "none", chunk_size=4)
+    assert per_token.shape == (3, 5)
+    torch.testing.assert_close(per_token, plain_cross_entropy(x, W, targets, "none"))
+    torch.testing.assert_close(linear_cross_entropy(x, W, targets, chunk_size=4), per_token.mean())
+    assert_matches_reference(x, W, targets, "mean", rtol=1e-12, atol=1e-13, chunk_size=4)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_gradient_for_one_input_only(reduction):
+    """A frozen head (only dL/dx) and a frozen body (only dL/dW), as autograd asks."""
+    x, W, targets = data(12, 6, 31)
+    ref_x, ref_W = value_and_grads(plain_cross_entropy, x, W, targets, reduction)[1:]
+    loss = linear_cross_entropy(x, W.detach(), targets, reduction, chunk_size=5)
+    torch.testing.assert_close(torch.autograd.grad((loss * upstream(loss)).sum(), x)[0], ref_x)
+    loss = linear_cross_entropy(x.detach(), W, targets, reduction, chunk_size=5)
+    torch.testing.assert_close(torch.autograd.grad((loss * upstream(loss)).sum(), W)[0], ref_W)
+
+
+def test_shared_weight_accumulates():
+    """A tied matrix used twice (input table and head): the two gradients add up."""
+    x, W, targets = data(9, 6, 17)
+    def total(fn):
+        emb = W[targets[:3]].sum()                                          # another use of W
+        return torch.autograd.grad(emb + fn(x, W, targets, "sum"), W)[0]
+    torch.testing.assert_close(total(lambda *a: linear_cross_entropy(*a, chunk_size=2)), total(plain_cross_entropy))
+
+
+# ----------------------------------------------------------------------------------------------------
+# Mixed precision
+
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_bf16_autocast(reduction):
+    """Under CPU bf16 autocast: the matmuls in bf16 like lm_head(x) would be, the loss float32 and close to
+    the float32 plain path, gradients in the parameters' dtype (float32) and close to the plain path's."""
+    x, W, targets = data(48, 32, 97, dtype=torch.float32, seed=3)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        out = value_and_grads(linear_cross_entropy, x, W, targets, reduction, chunk_size=10)
+        plain_bf16 = value_and_grads(plain_cross_entropy, x, W, targets, reduction)
+    plain_fp32 = value_and_grads(plain_cross_entropy, x, W, targets, reduction)
+    assert out[0].dtype == torch.float32 and out[1].dtype == torch.float32 and out[2].dtype == torch.float32
+    # bf16 has 8 bits of mantissa: logits off by ~|z| 2^-8, and so is the loss.
+    torch.testing.assert_close(out[0], plain_fp32[0], rtol=2e-2, atol=2e-2)
+    torch.testing.assert_close(out[0], plain_bf16[0], rtol=1e-2, atol=1e-2)
+    for o, r in zip(out[1:], plain_fp32[1:]):
+        torch.testing.assert_close(o, r, rtol=5e-2, atol=5e-2 * r.abs().max().item())
+    # The chunked loss must really be computed from bf16 logits (as autocast's lm_head would), not float32.
+    assert (out[0] - plain_fp32[0]).abs().max() > 1e-6
+
+
+def test_float64_ignores_autocast():
+    """Autocast leaves float64 alone (as it does for nn.Linear): exact float64 results."""
+    x, W, targets = data(10, 6, 37)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        assert_matches_reference(x, W, targets, "mean", rtol=1e-12, atol=1e-13, chunk_size=3)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Memory: what autograd keeps for backward
+
+def saved_numels(fn):
+    """Runs fn() and returns the number of elements of every tensor autograd saves for backward."""
+    sizes = []
+    def pack(t):
+        sizes.append(t.numel())
+        return t
+    with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        fn()
+    return sizes
+
+
+@pytest.mark.parametrize("autocast", [False, True])
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_nothing_of_size_N_times_V_is_saved(reduction, autocast):
+    N, D, V = 64, 8, 211                                                     # N * V = 13504 >> V * D = 1688
+    x, W, targets = data(N, D, V, dtype=torch.float32)
+    def saved(fn):
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+            return saved_numels(lambda: fn(x, W, targets, reduction))
+    plain = saved(plain_cross_entropy)
+    chunked = saved(lambda *a: linear_cross_entropy(*a, chunk_size=16))
+    assert max(plain) >= N * V, plain                                        # the test can see logits
+    assert chunked and max(chunked) <= max(N, V) * D, chunked                # dL/dW, dL/dx or x, W only
+    assert sum(chunked) <= (N + V) * D + 2 * N, chunked                      # (+ targets, logsumexp)
+
+
+def test_evaluation_under_no_grad():
+    """Evaluation: "none" under no_grad with parameters that require grad: no graph, nothing saved."""
+    x, W, targets = data(30, 8, 41, dtype=torch.float32)
+    with torch.no_grad():
+        sizes = saved_numels(lambda: linear_cross_entropy(x, W, targets, "none", chunk_size=7))
+        per_token = linear_cross_entropy(x, W, targets, "none", chunk_size=7)
+        mean = linear_cross_entropy(x, W, targets, chunk_size=7)
+    assert sizes == [] and per_token.grad_fn is None and mean.grad_fn is None
+    torch.testing.assert_close(per_token, plain_cross_entropy(x, W, targets, "none").detach())
+    torch.testing.assert_close(mean, per_token.mean())
+
+
+# ----------------------------------------------------------------------------------------------------
+# Errors are sentences
+
+def test_errors():
+    x, W, targets = data(6, 4, 9, dtype=torch.float32)
+    with pytest.raises(ValueError, match="reduction must be"):
+        linear_cross_entropy(x, W, targets, "max")
+    with pytest.raises(ValueError, match="leading shape"):
+        linear_cross_entropy(x, W, targets[:5])
+    with pytest.raises(ValueError, match="share D"):
+        linear_cross_entropy(x, W[:, :3], targets)
+    with pytest.raises(TypeError, match="same dtype"):
+        linear_cross_entropy(x, W.double(), targets)
+    with pytest.raises(ValueError, match="positive"):
+        linear_cross_entropy(x, W, targets, chunk_size=0)
