@@ -30,6 +30,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from lev import LEV, LEVConfig, digit_seed, id_permutation, lev_num_params
+from head import linear_cross_entropy
 from lev_fast import check_ids
 
 EMB_CHOICES = ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp")
@@ -59,6 +60,8 @@ class GPTConfig:
     lev_id_shuffle: int = LEVConfig.id_shuffle    # control: digits of a random permutation of the ids (seed; 0 = off)
     lev_sparse_basis: bool = LEVConfig.sparse_basis  # fast path: compact-support basis
     lev_dedup: bool = LEVConfig.dedup             # fast path: evaluate distinct ids once
+    head: str = "chunked"         # the output head's loss: "chunked" (head.py: never holds the (B*T, V) logits)
+                                  # or "plain" (full logits, then cross-entropy: the readable reference)
     # equal footing of the input maps (our choice; see the module docstring)
     input_scale: str = "init"     # "init": each input map's last layer rescaled so its output has RMS input_rms at
                                   # initialisation; "norm": an RMSNorm after every input map; "none": as built
@@ -71,10 +74,10 @@ class GPTConfig:
     emb_mlp_act: str = "gelu"     # the nonlinearity of flat_mlp and factorized_mlp: gelu, relu or silu
     emb_mlp_bias: bool = False    # biases in the MLP layers of flat_mlp and factorized_mlp
 
-    CHOICES = dict(emb=EMB_CHOICES, input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
+    CHOICES = dict(emb=EMB_CHOICES, head=("chunked", "plain"), input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
                    emb_mlp_act=("gelu", "relu", "silu"))
     # Fields that choose how the same function is computed, not what it is: a resumed run may change them.
-    COMPUTE_ONLY = ("lev_sparse_basis", "lev_dedup")
+    COMPUTE_ONLY = ("lev_sparse_basis", "lev_dedup", "head")
     # What a checkpoint written before a field existed meant by it (how the model was built then).
     LEGACY = dict(input_scale="none")
 
@@ -339,8 +342,10 @@ class GPT(nn.Module):
     def forward(self, idx, targets=None, reduction="mean", last_only=False):
         """idx (B, T) -> (logits (B, T, V), loss).
 
-        loss is the mean cross-entropy (reduction="mean") or the per-token loss (B, T) with
-        reduction="none"; None without targets. last_only=True returns logits (B, 1, V) (for sampling).
+        With targets, loss is the mean cross-entropy (reduction="mean") or the per-token loss (B, T) with
+        reduction="none"; with the chunked head (cfg.head, the default) the logits are never formed and
+        None is returned in their place. Without targets: (logits, None); last_only=True returns logits
+        (B, 1, V) of the last position (for sampling).
         """
         B, T = idx.shape
         if T > self.cfg.block_size:
@@ -349,11 +354,11 @@ class GPT(nn.Module):
         for block in self.blocks:
             x = block(x, self.rope_cos, self.rope_sin)                       # (B, T, D)
         x = self.norm(x)
-        if last_only:
-            x = x[:, -1:]                                                    # (B, 1, D)
-        logits = self.lm_head(x)                                             # (B, T, V)
         if targets is None:
-            return logits, None
+            return self.lm_head(x[:, -1:] if last_only else x), None         # (B, T or 1, V)
+        if self.cfg.head == "chunked":                                       # (B, T, V) never held
+            return None, linear_cross_entropy(x, self.lm_head.weight, targets, reduction)
+        logits = self.lm_head(x)                                             # (B, T, V): the plain head
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1), reduction=reduction)
         return logits, (loss.view(B, T) if reduction == "none" else loss)
 

@@ -19,7 +19,7 @@ def build(emb, **kw):
 
 @pytest.mark.parametrize("emb", EMB_CHOICES)
 def test_shapes_and_initial_loss(emb):
-    model = build(emb)
+    model = build(emb, head="plain")
     idx, targets = torch.randint(0, TINY.vocab_size, (2, 3, 16))
     logits, loss = model(idx, targets)
     assert logits.shape == (3, 16, TINY.vocab_size)
@@ -30,6 +30,23 @@ def test_shapes_and_initial_loss(emb):
     logits_last, none = model(idx, last_only=True)
     assert none is None and logits_last.shape == (3, 1, TINY.vocab_size)
     torch.testing.assert_close(logits_last[:, 0], logits[:, -1])
+
+
+@pytest.mark.parametrize("emb", ["tied", "lev"])
+def test_chunked_head_equals_the_plain_head_in_the_model(emb):
+    """The default (chunked) head: the same loss, per-token losses and gradients of every parameter as the
+    plain head, and no logits formed."""
+    plain, chunked = build(emb, head="plain"), build(emb, head="chunked")
+    chunked.load_state_dict(plain.state_dict())
+    idx, targets = torch.randint(0, TINY.vocab_size, (2, 3, 16))
+    (lp, loss_p), (lc, loss_c) = plain(idx, targets), chunked(idx, targets)
+    assert lc is None
+    torch.testing.assert_close(loss_c, loss_p)
+    torch.testing.assert_close(chunked(idx, targets, reduction="none")[1], plain(idx, targets, reduction="none")[1])
+    loss_p.backward()
+    loss_c.backward()
+    for (name, a), b in zip(plain.named_parameters(), chunked.parameters()):
+        torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=lambda m: f"{name}: {m}")
 
 
 @pytest.mark.parametrize("emb", EMB_CHOICES)
