@@ -132,7 +132,10 @@ def cpp_kernel(required: bool = True):
     """lev_kernel.cpp, compiled on first use by torch.utils.cpp_extension (about 45 s, then cached on disk in
     ~/.cache/torch_extensions under a name tied to this CPU, since it is built with -march=native)."""
     if "ext" not in CPP:
-        name = f"lev_kernel_{platform.machine()}_{zlib.crc32(cpu_flags().encode()):08x}"
+        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lev_kernel.cpp")
+        # One build per CPU (it is built with -march=native) and per checkout: a build folder shared by two
+        # checkouts would be rebuilt each time the other one loads it.
+        name = f"lev_kernel_{platform.machine()}_{zlib.crc32((cpu_flags() + src).encode()):08x}"
         t0 = time.time()
         try:
             from torch.utils.cpp_extension import get_default_build_root, load
@@ -141,7 +144,6 @@ def cpp_kernel(required: bool = True):
             if not built:
                 print(f"LEV: compiling the C++ kernel lev_kernel.cpp (once per machine, about a minute on 2 cores; "
                       f"cached under {root}) ...", file=sys.stderr, flush=True)
-            src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lev_kernel.cpp")
             # -fopenmp: at::parallel_for is an OpenMP pragma in a header (the process shares PyTorch's libgomp).
             # -ffast-math is a compile flag only: linked with it, gcc < 13 would set flush-to-zero process-wide.
             CPP["ext"] = load(name=name, sources=[src], verbose=False,
