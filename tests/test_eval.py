@@ -13,7 +13,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-import eval as ev
+import evaluate as ev
 import plots
 from data import prepare
 from data.tokenizers import get_tokenizer

@@ -1,4 +1,4 @@
-"""experiments/small_scale.py: the reproduction runs every arm and seed with the same flags, then eval.py."""
+"""experiments/small_scale.py: the reproduction runs every arm and seed with the same flags, then evaluate.py."""
 import os
 import shlex
 import subprocess
@@ -33,7 +33,7 @@ def test_every_arm_and_seed_on_the_same_tokens_and_body(tmp_path):
         same = lambda f: {k: v for k, v in f.items() if k not in ("emb", "seed", "out-dir")}
         assert all(same(f) == same(runs[0]) for f in runs)                   # same steps, body, batches
         assert not any("--n-layer" in " ".join(c) or "--lr" in " ".join(c) for c in train)  # one preset for all
-    evals = [c for c in cmds if c[1] == "eval.py"]
+    evals = [c for c in cmds if c[1] == "evaluate.py"]
     assert len(evals) == 2
     for c in evals:
         runs = c[c.index("--runs") + 1:c.index("--dataset")]

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import eval as ev
+import evaluate as ev
 from data.loader import TokenData, consumed_counts
 from data.shards import write_shard
 from metrics import (assign_count_buckets, bootstrap_rel_change, count_bucket_names, mean_loss, rel_change,

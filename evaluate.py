@@ -1,10 +1,10 @@
 """
 Evaluate trained runs: the paper's analyses (spec section 4) for any set of run directories.
 
-    python eval.py --runs out/tied out/lev                             # loss/ppl, frequency buckets, efficiency
-    python eval.py --runs out/tied out/lev --dataset default data/kjv  # + zero-shot on another prepared dataset
-    python eval.py --runs out/tied_s1 out/tied_s2 out/lev_s1 out/lev_s2 --plots out/plots --lambada
-    python eval.py params --vocab-size 50257 --n-embd 768 --n-layer 12 --n-head 12   # every arm's parameters
+    python evaluate.py --runs out/tied out/lev                             # loss/ppl, frequency buckets, efficiency
+    python evaluate.py --runs out/tied out/lev --dataset default data/kjv  # + zero-shot on another prepared dataset
+    python evaluate.py --runs out/tied_s1 out/tied_s2 out/lev_s1 out/lev_s2 --plots out/plots --lambada
+    python evaluate.py params --vocab-size 50257 --n-embd 768 --n-layer 12 --n-head 12   # every arm's parameters
 
 The result is a JSON file (--json, default <first run>/eval.json); plots.py renders it as the console tables
 and, with --plots DIR, as figures.
@@ -415,8 +415,8 @@ def evaluate(a, say=print):
 
 
 def params_main(argv):
-    """python eval.py params ...: model.param_report for every arm, and LEV's parameter arithmetic."""
-    p = argparse.ArgumentParser(prog="eval.py params", description="Every arm's parameters at a given size.")
+    """python evaluate.py params ...: model.param_report for every arm, and LEV's parameter arithmetic."""
+    p = argparse.ArgumentParser(prog="evaluate.py params", description="Every arm's parameters at a given size.")
     add_dataclass_args(p, GPTConfig, skip=("emb",), defaults=dict(n_layer=12, n_head=12, n_embd=768))
     try:
         cfg = pick(GPTConfig, p.parse_args(argv))
@@ -441,7 +441,7 @@ def main(argv=None):
         return params_main(argv[1:])
     a = parse_args(argv)
     result = evaluate(a)
-    result["command"] = "python eval.py " + " ".join(argv)
+    result["command"] = "python evaluate.py " + " ".join(argv)
     import plots                                                             # figures and tables of a result
     print(plots.report(result))
     if a.plots:
