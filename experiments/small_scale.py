@@ -14,8 +14,8 @@ Corpora (GPT-2 tokenizer):
                ../shared/data/minipile: Shakespeare's plays, the KJV Bible, Jane Austen, Python docs)
 Every run is `python train.py` with the flags printed; a finished run (its log has the final eval) is
 skipped, an unfinished one is resumed, so the script can be stopped and started again. Afterwards
-evaluate.py compares the runs of each corpus (baseline: tied) and writes eval.json, eval.txt, plots/ and
-summary.md (the README's table, plots.summary) into out/small_scale/<corpus>/.
+evaluate.py compares the runs of each corpus (baseline: tied) and writes eval.json, eval.txt (its tables),
+plots/ and summary.md (the README's table, evaluate.py --summary) into out/small_scale/<corpus>/.
 """
 import argparse
 import glob
@@ -97,20 +97,20 @@ def main(argv=None):
         report = os.path.join(a.out, corpus)
         # --max-windows: all of tinyshakespeare's validation split; 1024 evenly spread windows of minipile's
         cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", c["dataset"], *c["zero_shot"], "--max-windows", "1024",
-               "--json", os.path.join(report, "eval.json"), "--plots", os.path.join(report, "plots")]
+               "--json", os.path.join(report, "eval.json"), "--plots", os.path.join(report, "plots"),
+               "--summary", os.path.join(report, "summary.md")]                # the README's table
         print("+", " ".join(shlex.quote(x) for x in cmd), flush=True)
         if not a.dry_run:
-            out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
-            print(out)
-            with open(os.path.join(ROOT, report, "eval.txt"), "w") as f:
-                f.write(out)
-            sys.path.insert(0, ROOT)
-            from plots import summary                                       # the README's table
-            with open(os.path.join(ROOT, report, "eval.json")) as f:
-                table = summary(json.load(f))
-            with open(os.path.join(ROOT, report, "summary.md"), "w") as f:
-                f.write(table + "\n")
-            print(f"{corpus}: summary ({os.path.join(report, 'summary.md')})\n{table}\n", flush=True)
+            os.makedirs(os.path.join(ROOT, report), exist_ok=True)
+            with open(os.path.join(ROOT, report, "eval.txt"), "w") as log:  # the tables, also shown as they come
+                proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)   # progress: stderr
+                for line in proc.stdout:
+                    print(line, end="", flush=True)
+                    log.write(line)
+            if proc.wait():
+                sys.exit(f"evaluate.py failed (exit code {proc.returncode}) for {corpus}: see the output above.")
+            with open(os.path.join(ROOT, report, "summary.md")) as f:
+                print(f"{corpus}: summary ({os.path.join(report, 'summary.md')})\n{f.read()}", flush=True)
 
 
 if __name__ == "__main__":

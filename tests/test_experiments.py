@@ -1,4 +1,5 @@
-"""experiments/small_scale.py: the reproduction runs every arm and seed with the same flags, then evaluate.py."""
+"""experiments/small_scale.py: the reproduction runs every arm and seed with the same flags, then evaluate.py
+(which writes the summary table itself: --summary)."""
 import os
 import shlex
 import subprocess
@@ -38,6 +39,7 @@ def test_every_arm_and_seed_on_the_same_tokens_and_body(tmp_path):
     for c in evals:
         runs = c[c.index("--runs") + 1:c.index("--dataset")]
         assert len(runs) == 18 and os.path.basename(runs[0]) == "tied_s1"    # tied first: the baseline
+        assert c[c.index("--summary") + 1] == os.path.join(os.path.dirname(c[c.index("--json") + 1]), "summary.md")
 
 
 def test_steps_and_subsets(tmp_path):
