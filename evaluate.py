@@ -79,8 +79,8 @@ class EvalConfig:
 
     def __post_init__(self):
         if bool(self.runs) == bool(self.from_json):
-            raise ValueError("give either --runs DIR [DIR ...] (evaluate runs) or --from-json FILE (the tables and "
-                             "figures of a saved result), not both.")
+            raise ValueError("give exactly one of --runs DIR [DIR ...] (evaluate runs) and --from-json FILE (the "
+                             "tables and figures of a saved result).")
         if not all(e > 0 for e in self.edges) or len(set(self.edges)) != len(self.edges):
             raise ValueError("--edges must be distinct positive relative frequencies, e.g. 1e-4 1e-5 1e-6 1e-7.")
         self.edges = sorted(self.edges, reverse=True)

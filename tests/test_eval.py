@@ -110,6 +110,16 @@ def test_token_efficiency_on_synthetic_logs(tmp_path):
     assert metrics.tokens_to_reach([], 1.0) is None
 
 
+def test_curve_spread_over_seeds():
+    a = [dict(step=s, tokens=100 * s, val_loss=v) for s, v in ((0, 10.0), (1, 6.0), (2, 4.0))]
+    b = [dict(step=s, tokens=100 * s, val_loss=v) for s, v in ((0, 10.0), (2, 5.0), (3, 1.0))]   # no step 1
+    x, mean, sd = metrics.curve_spread([a, b], "tokens", "val_loss")         # the steps both logged: 0, 2
+    assert x.tolist() == [0, 200] and mean.tolist() == [10.0, 4.5]
+    assert sd.tolist() == pytest.approx([0.0, np.std([4.0, 5.0], ddof=1)])
+    x, mean, sd = metrics.curve_spread([a], "tokens", "val_loss")            # one run: its curve, no spread
+    assert mean.tolist() == [10.0, 6.0, 4.0] and sd.tolist() == [0.0, 0.0, 0.0]
+
+
 # ----------------------------------------------------------------------------- LAMBADA scoring
 class Oracle(nn.Module):
     """A stub LM that predicts token (i + 1) mod V after token i with logit 10 (0 elsewhere)."""
@@ -360,7 +370,7 @@ def test_flags_both_spellings_and_validation(capsys):
         with pytest.raises(SystemExit) as e:
             evaluate.parse_args(bad)
         assert e.value.code == 2, bad
-    assert "give either --runs DIR [DIR ...] (evaluate runs) or --from-json FILE" in capsys.readouterr().err
+    assert "give exactly one of --runs DIR [DIR ...] (evaluate runs) and --from-json FILE" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         evaluate.parse_args(["--help"])
     assert "draw the figures (plots.py) into this folder" in " ".join(capsys.readouterr().out.split())
