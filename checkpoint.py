@@ -36,13 +36,14 @@ def save(obj: dict, path: str):
             os.remove(tmp)
 
 
-def load(path: str, map_location="cpu") -> dict:
-    """Load a checkpoint with weights_only=True; a missing or unsafe file is a clear error."""
+def load(path: str, map_location="cpu", mmap=False) -> dict:
+    """Load a checkpoint with weights_only=True; a missing or unsafe file is a clear error. mmap=True maps
+    the file instead of reading it: a tensor is read only when used (evaluate.py reads metadata this way)."""
     if not os.path.exists(path):
         raise FileNotFoundError(f"no checkpoint at {path}: train a model first (python train.py --out-dir ...) "
                                 f"or point --out-dir at a run directory that has ckpt.pt.")
     try:
-        return torch.load(path, map_location=map_location, weights_only=True)
+        return torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as e:  # unpickling errors for anything that is not plain data, or a corrupt file
         raise RuntimeError(f"refusing to load {path}: it is not a plain-data checkpoint of this project "
                            f"(torch.load with weights_only=True failed: {str(e).splitlines()[0]}).") from None

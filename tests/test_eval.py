@@ -1,5 +1,6 @@
-"""Tests of eval.py and plots.py: frequency buckets, bootstrap, token efficiency, LAMBADA scoring, plots,
-and an end-to-end evaluation of tiny trained runs.
+"""Tests of evaluate.py, metrics.py, report.py, plots.py and lambada.py: frequency buckets, bootstrap, token
+efficiency, LAMBADA scoring, embedding analysis, figures, the parameter table (python model.py), and an
+end-to-end evaluation of tiny trained runs (JSON before figures, one model in memory at a time).
 
     python -m pytest tests/test_eval.py -q            # ~30 s on 2 CPU cores, no network
 """
@@ -7,14 +8,22 @@ import gzip
 import json
 import math
 import os
+import subprocess
+import sys
+import weakref
 
 import numpy as np
 import pytest
 import torch
 import torch.nn as nn
 
-import eval as ev
+import checkpoint
+import evaluate
+import lambada
+import metrics
 import plots
+import report
+from conftest import ROOT
 from data import prepare
 from data.tokenizers import get_tokenizer
 from lev import LEV, LEVConfig
@@ -32,20 +41,20 @@ def test_buckets_on_a_hand_made_example():
     counts = np.array([60_000_000, 30_000_000, 9_000_000, 998_000, 1000, 900, 90, 9, 1, 0])  # sums to 1e8
     assert counts.sum() == 10 ** 8
     # relative frequencies .6 .3 .09 .00998 | 1e-5 | 9e-6 | 9e-7 | 9e-8 1e-8 | 0 (an edge belongs to the bucket above it)
-    got = ev.assign_buckets(np.arange(10), counts, ev.DEFAULT_EDGES)
+    got = metrics.assign_buckets(np.arange(10), counts, metrics.DEFAULT_EDGES)
     assert got.tolist() == [0, 0, 0, 0, 1, 2, 3, 4, 4, 5]
-    assert ev.bucket_names(ev.DEFAULT_EDGES) == [">=1e-04", "[1e-05,1e-04)", "[1e-06,1e-05)", "[1e-07,1e-06)",
+    assert metrics.bucket_names(metrics.DEFAULT_EDGES) == [">=1e-04", "[1e-05,1e-04)", "[1e-06,1e-05)", "[1e-07,1e-06)",
                                                  "<1e-07 seen", "unseen"]
     targets = np.array([[9, 0, 4], [4, 4, 7]])                                # any shape
-    assert ev.assign_buckets(targets, counts, ev.DEFAULT_EDGES).tolist() == [[5, 0, 1], [1, 1, 4]]
+    assert metrics.assign_buckets(targets, counts, metrics.DEFAULT_EDGES).tolist() == [[5, 0, 1], [1, 1, 4]]
 
 
 def test_bucket_losses_weighted_by_positions_add_back_to_the_overall_loss():
     rng = np.random.default_rng(0)
     losses, buckets = rng.exponential(3.0, size=(7, 11)), rng.integers(0, 6, size=(7, 11))
-    sums, counts = ev.window_sums(losses, buckets, 6)                         # (7, 7) each: 6 buckets + all
+    sums, counts = metrics.window_sums(losses, buckets, 6)                         # (7, 7) each: 6 buckets + all
     assert counts[:, :6].sum() == 77 and np.array_equal(counts[:, 6], np.full(7, 11.0))
-    per_bucket = ev.mean_loss(sums, counts)
+    per_bucket = metrics.mean_loss(sums, counts)
     overall = np.nansum(per_bucket[:6] * counts.sum(0)[:6]) / counts.sum(0)[:6].sum()
     assert overall == pytest.approx(losses.mean()) == pytest.approx(per_bucket[6])
     for b in range(6):
@@ -60,18 +69,18 @@ def test_bootstrap_interval_contains_the_estimate_and_is_deterministic():
     buckets = rng.integers(0, 3, size=(W, T))
     buckets[:, 0] = 0
     buckets[buckets == 2] = 1                                                 # bucket 2 stays empty
-    s_run, counts = ev.window_sums(run, buckets, 3)
-    s_base, _ = ev.window_sums(base, buckets, 3)
-    est = np.exp(ev.mean_loss(s_run, counts) - ev.mean_loss(s_base, counts)) - 1
-    lo, hi = ev.bootstrap_rel_change(s_run, s_base, counts, n_boot=300, seed=5)
+    s_run, counts = metrics.window_sums(run, buckets, 3)
+    s_base, _ = metrics.window_sums(base, buckets, 3)
+    est = np.exp(metrics.mean_loss(s_run, counts) - metrics.mean_loss(s_base, counts)) - 1
+    lo, hi = metrics.bootstrap_rel_change(s_run, s_base, counts, n_boot=300, seed=5)
     for c in (0, 1, 3):
         assert lo[c] <= est[c] <= hi[c] and hi[c] < 0                         # a real improvement, CI below 0
     assert np.isnan(lo[2]) and np.isnan(hi[2]) and np.isnan(est[2])
-    lo2, hi2 = ev.bootstrap_rel_change(s_run, s_base, counts, n_boot=300, seed=5)
+    lo2, hi2 = metrics.bootstrap_rel_change(s_run, s_base, counts, n_boot=300, seed=5)
     assert np.array_equal(lo, lo2, equal_nan=True) and np.array_equal(hi, hi2, equal_nan=True)
-    lo3, _ = ev.bootstrap_rel_change(s_run, s_base, counts, n_boot=300, seed=6)
+    lo3, _ = metrics.bootstrap_rel_change(s_run, s_base, counts, n_boot=300, seed=6)
     assert not np.array_equal(lo, lo3, equal_nan=True)
-    same_lo, same_hi = ev.bootstrap_rel_change(s_base, s_base, counts, n_boot=50)
+    same_lo, same_hi = metrics.bootstrap_rel_change(s_base, s_base, counts, n_boot=50)
     assert np.allclose(same_lo[[0, 1, 3]], 0) and np.allclose(same_hi[[0, 1, 3]], 0)
 
 
@@ -91,14 +100,24 @@ def test_token_efficiency_on_synthetic_logs(tmp_path):
     write_log(log, [old, new[:3], [new[2]], new[3:]])                         # ... then a resume repeating step 2
     with open(log, "a") as f:
         f.write('{"event": "eval", "step": 4, "val_l')                        # a line cut by a crash
-    evals, trains = ev.read_log(str(log))
+    evals, trains = metrics.read_log(str(log))
     assert [(e["step"], e["val_loss"]) for e in evals] == [(s, l) for s, _, l in new]
     assert [e["step"] for e in trains] == [0, 1, 2, 3]
-    assert ev.tokens_to_reach(evals, 5.0) == pytest.approx(150.0)             # halfway between 6.0 and 4.0
-    assert ev.tokens_to_reach(evals, 3.0) == pytest.approx(300.0)
-    assert ev.tokens_to_reach(evals, 10.5) == 0.0                             # reached at the first point
-    assert ev.tokens_to_reach(evals, 2.9) is None                             # never reached
-    assert ev.tokens_to_reach([], 1.0) is None
+    assert metrics.tokens_to_reach(evals, 5.0) == pytest.approx(150.0)             # halfway between 6.0 and 4.0
+    assert metrics.tokens_to_reach(evals, 3.0) == pytest.approx(300.0)
+    assert metrics.tokens_to_reach(evals, 10.5) == 0.0                             # reached at the first point
+    assert metrics.tokens_to_reach(evals, 2.9) is None                             # never reached
+    assert metrics.tokens_to_reach([], 1.0) is None
+
+
+def test_curve_spread_over_seeds():
+    a = [dict(step=s, tokens=100 * s, val_loss=v) for s, v in ((0, 10.0), (1, 6.0), (2, 4.0))]
+    b = [dict(step=s, tokens=100 * s, val_loss=v) for s, v in ((0, 10.0), (2, 5.0), (3, 1.0))]   # no step 1
+    x, mean, sd = metrics.curve_spread([a, b], "tokens", "val_loss")         # the steps both logged: 0, 2
+    assert x.tolist() == [0, 200] and mean.tolist() == [10.0, 4.5]
+    assert sd.tolist() == pytest.approx([0.0, np.std([4.0, 5.0], ddof=1)])
+    x, mean, sd = metrics.curve_spread([a], "tokens", "val_loss")            # one run: its curve, no spread
+    assert mean.tolist() == [10.0, 6.0, 4.0] and sd.tolist() == [0.0, 0.0, 0.0]
 
 
 # ----------------------------------------------------------------------------- LAMBADA scoring
@@ -120,7 +139,7 @@ def test_lambada_scoring_with_an_oracle_model(tmp_path):
     tok = get_tokenizer("byte")
     items = [("abc", "de"), ("abc", "dx"), ("0123456789abcdefghij", "klm"), ("qrs", "t")]
     model = Oracle(block_size=8)                                              # item 3 is left-cropped
-    res = ev.lambada(model, tok, items, block_size=8, batch_size=3)
+    res = lambada.score(model, tok, items, block_size=8, batch_size=3)
     assert res["items"] == 4 and res["tokens"] == 8 and res["accuracy"] == 0.75
     z = math.log(math.exp(10) + 256)                                          # log-partition of every row
     nll = 7 * (z - 10) + z                                                    # 7 right tokens, 'x' wrong
@@ -132,32 +151,58 @@ def test_lambada_scoring_with_an_oracle_model(tmp_path):
     with gzip.open(path, "wt") as f:
         for c, k in items:
             f.write(json.dumps(dict(request=dict(context=c, continuation=k))) + "\n")
-    assert ev.read_lambada(str(path)) == items and ev.read_lambada(str(path), limit=2) == items[:2]
-    found = ev.lambada_file()
+    assert lambada.read_items(str(path)) == items and lambada.read_items(str(path), limit=2) == items[:2]
+    found = lambada.find_file()
     assert found is None or found.endswith("requests.jsonl.gz") and os.path.exists(found)
 
 
-# ----------------------------------------------------------------------------- plots (units)
+# ----------------------------------------------------------------------------- embeddings and plots (units)
+def test_embedding_analysis_against_a_direct_computation():
+    torch.manual_seed(0)
+    table = torch.randn(257, 16) + 3.0                                        # a shared offset, as in LEV
+    counts = np.r_[np.arange(200), np.zeros(57, dtype=int)]      # V = 257, the byte tokenizer's
+    C = metrics.centred(table)
+    assert torch.allclose(C.mean(0), torch.zeros(16), atol=1e-5)
+    ids, sims = metrics.neighbours(table, [0, 5], k=3)
+    assert ids.shape == (2, 3) and (ids[0] != 0).all() and (sims[:, :-1] >= sims[:, 1:]).all()
+    for row, i in enumerate([0, 5]):                                          # the slow reference: one id at a time
+        cos = torch.tensor([float(torch.dot(table[i], table[j]) / (table[i].norm() * table[j].norm())) if j != i
+                            else -2.0 for j in range(257)])
+        assert ids[row].tolist() == cos.topk(3).indices.tolist()
+        assert torch.allclose(sims[row], cos.topk(3).values, atol=1e-5)
+    st = metrics.cosine_stats(table, counts, pairs=500, sample=50)
+    assert len(st["raw"]) == len(st["centred"]) == 500 and len(st["seen"]) == len(st["unseen"]) == 50
+    assert st["raw"].mean() > 0.9 > st["centred"].mean()                     # the offset makes raw cosines ~1
+    assert np.array_equal(st["seen"], metrics.cosine_stats(table, counts, pairs=500, sample=50)["seen"])
+    picked = metrics.pick_tokens(counts, get_tokenizer("byte"), n=2)
+    assert len(picked["frequent"]) == len(picked["rare"]) == 2 and all(counts[i] == 0 for i in picked["unseen"])
+    n = sum(len(ids) for ids in picked.values())                              # 2 + 2 + 1 (57 unseen ids, every 997th)
+    nb, _ = metrics.neighbour_lists(table, picked, k=4)
+    assert nb.shape == (n, 4) and nb[0].tolist() == metrics.neighbours(C, [picked["frequent"][0]], 4)[0][0].tolist()
+    text = metrics.neighbour_text({"a": metrics.neighbour_lists(table, picked, k=4)}, get_tokenizer("byte"), counts, picked)
+    assert text.startswith("top-4 cosine neighbours") and text.count("         a: ") == n
+
+
 def test_plots_of_a_tiny_lev_and_random_tables(tmp_path):
     torch.manual_seed(0)
     lev = LEV(LEVConfig(vocab_size=300, n_embd=16, d_seed=8, heads=2, kappa=6, rank=4))
     assert is_png(plots.plot_lev_basis(lev, str(tmp_path / "basis.png")))
     counts = np.r_[np.arange(200), np.zeros(100, dtype=int)]
     tables = {"a": torch.randn(300, 16), "b": torch.randn(300, 16) + 3.0}
-    assert is_png(plots.plot_embeddings(tables, counts, str(tmp_path / "emb.png"), pairs=500, sample=50))
-    ids, sims = plots.neighbours(tables["a"], [0, 5], k=3)
-    assert ids.shape == (2, 3) and (ids[0] != 0).all() and (sims[:, :-1] >= sims[:, 1:]).all()
-    picked = plots.pick_tokens(counts, get_tokenizer("byte"), n=2)
-    assert len(picked["frequent"]) == len(picked["rare"]) == 2 and all(counts[i] == 0 for i in picked["unseen"])
+    stats = {label: metrics.cosine_stats(t, counts, pairs=500, sample=50) for label, t in tables.items()}
+    assert is_png(plots.plot_embeddings(stats, str(tmp_path / "emb.png")))
 
 
-def test_params_report_reproduces_the_spec(capsys):
-    ev.main(["params", "--vocab-size", "50257", "--n-embd", "768", "--n-layer", "12", "--n-head", "12"])
-    out = capsys.readouterr().out
+def test_params_report_reproduces_the_spec():
+    """python model.py (defaults: V=50257, D=768, 12 layers) prints every arm and LEV's arithmetic."""
+    out = subprocess.run([sys.executable, "model.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     assert "3*37*128 + 8*(128*128 + 256 + 128*16*64 + 64*768) = 1,589,120" in out
     assert "LEV overhead vs tied: +1,589,120 parameters" in out
     for emb in ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp"):
         assert f"\n{emb} " in out
+    bad = subprocess.run([sys.executable, "model.py", "--n-embd", "100", "--n-head", "3"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "must be divisible by n_head" in bad.stderr
 
 
 # ----------------------------------------------------------------------------- end to end
@@ -197,7 +242,7 @@ def test_end_to_end_evaluation_json_and_plots(tiny_runs, capsys):
     with gzip.open(r / "lambada.jsonl.gz", "wt") as f:
         for c, k in (("the cat sat on a", " mat"), ("then the cat ran", " off"), ("a zebra and a", " quokka")):
             f.write(json.dumps(dict(request=dict(context=c, continuation=k))) + "\n")
-    res = ev.main(["--runs", *runs, "--dataset", str(r / "main"), str(r / "other"), "--bootstrap", "50",
+    res = evaluate.main(["--runs", *runs, "--dataset", str(r / "main"), str(r / "other"), "--bootstrap", "50",
                    "--json", str(r / "eval.json"), "--plots", str(r / "plots"),
                    "--lambada", "--lambada-file", str(r / "lambada.jsonl.gz"), "--lambada-limit", "2"])
     out = capsys.readouterr().out
@@ -229,7 +274,7 @@ def test_end_to_end_evaluation_json_and_plots(tiny_runs, capsys):
         assert is_png(r / "plots" / name), name
     assert "top-5 cosine neighbours" in (r / "plots" / "neighbours.txt").read_text()
     assert res["plots"] == saved["plots"]
-    table = plots.summary(saved).splitlines()                          # the README's results table
+    table = report.summary(saved).splitlines()                          # the README's results table
     assert len(table) == 2 + 2 and all(row.count("|") == table[0].count("|") for row in table)
     lev_row = next(row for row in table if row.startswith("| lev |"))
     assert f"{100 * main['groups']['lev']['rel_change']:+.1f}%" in lev_row and "zero-shot other" in table[0]
@@ -251,7 +296,7 @@ def test_end_to_end_evaluation_json_and_plots(tiny_runs, capsys):
     old = json.loads(json.dumps(saved))                                 # an eval.json written before this view
     for d in old["datasets"]:
         del d["seen_buckets"]
-    assert "how many times" not in plots.report(old) and "seen 0x" not in plots.summary(old)
+    assert "how many times" not in report.report(old) and "seen 0x" not in report.summary(old)
     assert is_png(plots.plot_buckets(old, str(r / "old_buckets.png")))
 
 
@@ -262,7 +307,7 @@ def test_seen_count_buckets_match_a_direct_computation(tiny_runs):
     import checkpoint
     from data.loader import TokenData
     r, edges, labs = tiny_runs, [1, 8, 64], ("tied_s1", "tied_s2")
-    ev.main(["--runs", *(str(r / lab) for lab in labs), "--count-edges", *map(str, edges), "--bootstrap", "20",
+    evaluate.main(["--runs", *(str(r / lab) for lab in labs), "--count-edges", *map(str, edges), "--bootstrap", "20",
              "--json", str(r / "seen.json")])
     (d,) = json.loads((r / "seen.json").read_text())["datasets"]
     S = d["seen_buckets"]
@@ -306,10 +351,84 @@ def test_seen_count_buckets_match_a_direct_computation(tiny_runs):
 def test_errors_are_sentences(tiny_runs, tmp_path):
     r = tiny_runs
     with pytest.raises(ValueError, match=r"trained with the tokenizer byte \(V=257\).*--tokenizer byte"):
-        ev.main(["--runs", str(r / "tied_s1"), "--dataset", str(r / "chars"), "--json", str(tmp_path / "x.json")])
+        evaluate.main(["--runs", str(r / "tied_s1"), "--dataset", str(r / "chars"), "--json", str(tmp_path / "x.json")])
     with pytest.raises(FileNotFoundError, match="no checkpoint at"):
-        ev.main(["--runs", str(tmp_path / "nothing")])
+        evaluate.main(["--runs", str(tmp_path / "nothing")])
     with pytest.raises(SystemExit):
-        ev.main(["--runs", str(r / "tied_s1"), "--edges", "1e-4", "-1"])
+        evaluate.main(["--runs", str(r / "tied_s1"), "--edges", "1e-4", "-1"])
     with pytest.raises(FileNotFoundError, match="LAMBADA file"):
-        ev.main(["--runs", str(r / "lev_s1"), "--lambada-file", str(tmp_path / "missing.jsonl")])
+        evaluate.main(["--runs", str(r / "lev_s1"), "--lambada-file", str(tmp_path / "missing.jsonl")])
+
+
+def test_flags_both_spellings_and_validation(capsys):
+    a = evaluate.parse_args(["--runs", "x", "y", "--max_windows", "5", "--count-edges", "1", "8", "--lambada-file", "f"])
+    assert a.runs == ["x", "y"] and a.max_windows == 5 and a.count_edges == [1, 8] and a.lambada_file == "f"
+    assert evaluate.parse_args(["--from-json", "e.json"]).edges == [1e-4, 1e-5, 1e-6, 1e-7]
+    assert evaluate.parse_args(["--runs", "x", "--edges", "1e-6", "1e-4"]).edges == [1e-4, 1e-6]   # sorted
+    for bad in ([], ["--runs", "x", "--from-json", "e.json"], ["--runs", "x", "--max-windows", "-1"],
+                ["--runs", "x", "--batch-size", "0"], ["--runs", "x", "--split", "test"], ["--runs", "x", "--group", "seed"]):
+        with pytest.raises(SystemExit) as e:
+            evaluate.parse_args(bad)
+        assert e.value.code == 2, bad
+    assert "give exactly one of --runs DIR [DIR ...] (evaluate runs) and --from-json FILE" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        evaluate.parse_args(["--help"])
+    assert "draw the figures (plots.py) into this folder" in " ".join(capsys.readouterr().out.split())
+
+
+def tensors_in(x):
+    """How many tensors a value holds (dicts, lists, tuples walked)."""
+    if isinstance(x, torch.Tensor):
+        return 1
+    items = x.values() if isinstance(x, dict) else x if isinstance(x, (list, tuple)) else ()
+    return sum(tensors_in(v) for v in items)
+
+
+@pytest.mark.slow
+def test_one_model_in_memory_at_a_time(tiny_runs, tmp_path, monkeypatch):
+    """load_run keeps no tensor; every model is built when it is scored (or drawn) and dropped before the next:
+    a weak set of every GPT built never holds one when another is built."""
+    r = tiny_runs
+    run = evaluate.load_run(str(r / "lev_s1"))
+    assert tensors_in(vars(run)) == 0 and run.meta["step"] == 6 and run.emb == "lev"
+    assert tensors_in(checkpoint.load(str(r / "lev_s1" / "ckpt.pt"))) > 10          # what it leaves out
+    alive, before = weakref.WeakSet(), []
+    build = checkpoint.model_from_checkpoint
+
+    def tracked(ckpt, device="cpu"):
+        before.append(len(alive))                                             # models alive when one more is built
+        model = build(ckpt, device)
+        alive.add(model)
+        return model
+    monkeypatch.setattr(checkpoint, "model_from_checkpoint", tracked)
+    evaluate.main(["--runs", *(str(r / n) for n in ("tied_s1", "tied_s2", "lev_s1")), "--bootstrap", "20",
+                   "--json", str(tmp_path / "e.json"), "--plots", str(tmp_path / "plots")])
+    assert len(before) == 3 + 2 and before == [0] * 5                          # 3 runs scored, 2 groups drawn
+    assert is_png(tmp_path / "plots" / "embeddings.png")
+
+
+@pytest.mark.slow
+def test_json_first_figures_may_fail_and_from_json_redraws(tiny_runs, tmp_path, monkeypatch, capsys):
+    r, path = tiny_runs, tmp_path / "e.json"
+
+    def broken(*args, **kw):
+        raise RuntimeError("no room on the canvas")
+    monkeypatch.setattr(plots, "plot_buckets", broken)
+    res = evaluate.main(["--runs", str(r / "tied_s1"), str(r / "lev_s1"), "--bootstrap", "20", "--json", str(path),
+                         "--plots", str(tmp_path / "plots"), "--summary", str(tmp_path / "s.md")])
+    err = capsys.readouterr().err
+    assert "warning: the figures failed (RuntimeError: no room on the canvas)" in err
+    assert f"python evaluate.py --from-json {path} --plots" in err
+    saved = json.loads(path.read_text())
+    assert saved["datasets"] == json.loads(json.dumps(res["datasets"])) and "plots" not in saved
+    monkeypatch.undo()
+    again = evaluate.main(["--from-json", str(path), "--summary", str(tmp_path / "s2.md"), "--plots", str(tmp_path / "p2")])
+    out = capsys.readouterr().out
+    assert report.report(saved) in out and again == saved                     # the file is not rewritten
+    assert (tmp_path / "s2.md").read_text() == (tmp_path / "s.md").read_text() == report.summary(saved) + "\n"
+    for name in ("curves.png", "buckets.png", "lev_basis.png", "embeddings.png"):
+        assert is_png(tmp_path / "p2" / name), name
+    assert json.loads(path.read_text()) == saved
+    with pytest.raises(ValueError, match="not an eval.json written by evaluate.py"):
+        (tmp_path / "x.json").write_text("[1, 2]")
+        evaluate.main(["--from-json", str(tmp_path / "x.json")])

@@ -1,4 +1,5 @@
-"""experiments/small_scale.py: the reproduction runs every arm and seed with the same flags, then eval.py."""
+"""experiments/small_scale.py: the reproduction runs every arm and seed with the same flags, then evaluate.py
+(which writes the summary table itself: --summary)."""
 import os
 import shlex
 import subprocess
@@ -33,11 +34,12 @@ def test_every_arm_and_seed_on_the_same_tokens_and_body(tmp_path):
         same = lambda f: {k: v for k, v in f.items() if k not in ("emb", "seed", "out-dir")}
         assert all(same(f) == same(runs[0]) for f in runs)                   # same steps, body, batches
         assert not any("--n-layer" in " ".join(c) or "--lr" in " ".join(c) for c in train)  # one preset for all
-    evals = [c for c in cmds if c[1] == "eval.py"]
+    evals = [c for c in cmds if c[1] == "evaluate.py"]
     assert len(evals) == 2
     for c in evals:
         runs = c[c.index("--runs") + 1:c.index("--dataset")]
         assert len(runs) == 18 and os.path.basename(runs[0]) == "tied_s1"    # tied first: the baseline
+        assert c[c.index("--summary") + 1] == os.path.join(os.path.dirname(c[c.index("--json") + 1]), "summary.md")
 
 
 def test_steps_and_subsets(tmp_path):

