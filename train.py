@@ -163,15 +163,6 @@ def setup(argv=None) -> Run:
     args, given, preset = parse_args(argv)
     tc = pick(TrainConfig, args)
     rank, world, local_rank = runtime.distributed()
-    device = runtime.pick_device(tc.device, local_rank, why=f"the preset {preset}" if "device" not in given else "")
-    dtype, dtype_why = runtime.pick_dtype(tc.dtype, device)
-    if world > 1:
-        dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
-    if device.startswith("cuda"):
-        torch.cuda.set_device(device)
-        torch.backends.cuda.matmul.allow_tf32 = True
-    data = open_dataset(tc.dataset, tc.data_root, print if rank == 0 else (lambda *a: None))
-
     # resume: the checkpoint's config is the base; flags given now override it
     tc.out_dir = tc.out_dir or os.path.join("out", args.emb)
     ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt")) if tc.resume else None
@@ -180,6 +171,14 @@ def setup(argv=None) -> Run:
             if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir"):
                 setattr(args, k, v)
         tc = pick(TrainConfig, args, out_dir=tc.out_dir)
+    device = runtime.pick_device(tc.device, local_rank, why=f"the preset {tc.preset}" if "device" not in given else "")
+    dtype, dtype_why = runtime.pick_dtype(tc.dtype, device)
+    if world > 1:
+        dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
+    if device.startswith("cuda"):
+        torch.cuda.set_device(device)
+        torch.backends.cuda.matmul.allow_tf32 = True
+    data = open_dataset(tc.dataset, tc.data_root, print if rank == 0 else (lambda *a: None))
     mc = pick(GPTConfig, args, vocab_size=data.vocab_size)
     tokenizer = dict(name=data.tokenizer_name, vocab_size=data.vocab_size, meta=data.meta.get("tokenizer_meta", {}))
     if ckpt is not None:

@@ -69,6 +69,7 @@ class ReproduceConfig:
     max_windows: int = 1024       # validation windows per dataset in evaluate.py (evenly spread)
     tag: str = ""                 # a suffix for the results folder (e.g. to keep a protocol comparison apart)
     out: str = "out/reproduce"    # where runs and results go
+    data_root: str = "data"       # where prepared datasets go (and are looked for)
     train_flags: str = ""         # extra train.py flags for every run, quoted (e.g. "--dtype=float32")
     dry_run: bool = False         # print the commands, run nothing
 
@@ -91,13 +92,13 @@ def finished(out_dir, steps):
 def prepare(rc: ReproduceConfig, py):
     """The corpus and the zero-shot datasets, prepared once (data/<name>/meta.json marks a finished one)."""
     args, name = CORPORA[rc.corpus]
-    if not os.path.exists(os.path.join("data", name, "meta.json")):
+    if not os.path.exists(os.path.join(rc.data_root, name, "meta.json")):
         if rc.corpus == "text" and not rc.input:
             sys.exit("error: --corpus text needs --input FILES (quote globs: --input 'corpus/*.txt').")
         sh([py, "data/prepare.py", *args, *(["--input", *rc.input] if rc.input else []), "--out-dir",
-            os.path.join("data", name)], rc.dry_run)
-    if "default" in rc.zero_shot and not os.path.exists(os.path.join("data", "default", "meta.json")):
-        sh([py, "data/prepare.py", "default"], rc.dry_run)
+            os.path.join(rc.data_root, name)], rc.dry_run)
+    if "default" in rc.zero_shot and not os.path.exists(os.path.join(rc.data_root, "default", "meta.json")):
+        sh([py, "data/prepare.py", "default", "--out-dir", os.path.join(rc.data_root, "default")], rc.dry_run)
     return name
 
 
@@ -110,7 +111,7 @@ def main(argv=None):
     dataset = prepare(rc, py)
     body = BODIES[rc.body] + ([f"--max-iters={rc.steps}"] if rc.steps else [])
     steps = int(next(f for f in reversed(body) if f.startswith("--max-iters="))[12:])
-    common = [*body, f"--dataset={dataset}", "--eval-iters=16", "--log-interval=50", "--sample-tokens=0",
+    common = [*body, f"--dataset={dataset}", f"--data-root={rc.data_root}", "--eval-iters=16", "--log-interval=50", "--sample-tokens=0",
               *([f"--input-scale={rc.input_scale}"] if rc.input_scale else []), *shlex.split(rc.train_flags)]
     results = os.path.join(rc.out, rc.corpus, rc.body + (f"_{rc.tag}" if rc.tag else ""))
     runs, timing = [], {}
@@ -127,7 +128,7 @@ def main(argv=None):
             t1 = time.time()
             sh([py, "train.py", *ARMS[arm], f"--seed={seed}", *common, f"--out-dir={out_dir}", *resume], rc.dry_run)
             timing[os.path.basename(out_dir)] = round(time.time() - t1, 1)
-    cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", dataset, *rc.zero_shot, "--max-windows",
+    cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", dataset, *rc.zero_shot, "--data-root", rc.data_root, "--max-windows",
            str(rc.max_windows), "--json", os.path.join(results, "eval.json"), "--plots", os.path.join(results, "plots"),
            "--summary", os.path.join(results, "summary.md")]
     out = sh(cmd, rc.dry_run, capture=True)

@@ -48,3 +48,23 @@ def test_every_emb_of_the_model_is_an_arm_and_bodies_and_subsets(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--dry-run", "--arms", "nope"], cwd=ROOT,
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "unknown arm" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_a_tiny_reproduction_end_to_end(tmp_path):
+    """The whole recipe on a text the test writes: prepare, train two arms, evaluate (+ zero-shot on the
+    default dataset), summary, figures; a second invocation finds every run finished and trains nothing."""
+    from pydoc_data.topics import topics
+    (tmp_path / "a.txt").write_text("\n\n".join(topics[k] for k in sorted(topics)[:40]))
+    tiny = ("--n-layer=1 --n-head=2 --n-embd=32 --block-size=32 --lev-d-seed=8 --lev-heads=2 --lev-kappa=6 "
+            "--lev-rank=4 --eval-interval=2 --eval-iters=2 --dtype=float32")
+    argv = [sys.executable, "-m", "experiments.reproduce", "--corpus", "text", "--input", str(tmp_path / "a.txt"),
+            "--arms", "tied", "lev", "--seeds", "1", "--steps", "4", "--max-windows", "8", "--out",
+            str(tmp_path / "r"), "--data-root", str(tmp_path / "data"), "--train-flags", tiny]
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    results = tmp_path / "r" / "text" / "cpu"
+    for name in ("eval.json", "eval.txt", "summary.md", "timing.json", "plots/buckets.png", "plots/curves.png"):
+        assert (results / name).exists(), name
+    assert "| lev |" in (results / "summary.md").read_text()
+    again = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and "train.py" not in again.stdout            # resumable: nothing to redo
