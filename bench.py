@@ -7,7 +7,7 @@ Speed and memory of LEV's fast paths and of every input-map arm, measured side b
     python bench.py --device cuda --dtype bfloat16     # on a GPU (bf16 autocast; LEV itself stays float32)
 
 Reference config: LLaMA-style body, 6 layers, width 384, 6 heads, context 256, batch 8, GPT-2 vocabulary
-(50257), LEV at the spec's defaults (k=3, d_s=128, h=8, kappa=16, r=64); the same body and batch for every arm.
+(50257), LEV at its defaults (k=3, d_s=128, h=8, kappa=16, r=64); the same body and batch for every arm.
 Token ids: real GPT-2 tokens from data/default when it exists (--tokens data), else Zipf-distributed ids
 (p(i) ~ 1/(rank(i) + 2.7) over a fixed random permutation of the vocabulary, --tokens zipf).
 

@@ -1,5 +1,5 @@
 """
-Evaluate trained runs: the paper's analyses (spec section 4) for any set of run directories.
+Evaluate trained runs: the paper's analyses (docs/method.md section 6) for any set of run directories.
 
     python evaluate.py --runs out/tied out/lev                             # loss/ppl, frequency buckets, efficiency
     python evaluate.py --runs out/tied out/lev --dataset default data/kjv  # + zero-shot on another prepared dataset

@@ -1,5 +1,5 @@
 """
-The analyses of the paper (spec section 4), as plain functions that evaluate.py applies; figures are
+The analyses of the paper (docs/method.md section 6), as plain functions that evaluate.py applies; figures are
 plots.py's, tables report.py's.
 
   losses (numpy)      training-frequency buckets, seen-count buckets (how often the run itself saw a target

@@ -46,7 +46,7 @@ class GPTConfig:
     mlp_hidden: int = 0           # SwiGLU hidden width; 0 -> 8/3 D rounded up to a multiple of 64 (LLaMA)
     rope_base: float = 10000.0    # rotary base (LLaMA)
     emb: str = "lev"              # input map: tied / untied / lev / albert / flat_mlp / factorized_mlp
-    # LEV hyperparameters (defaults are lev.LEVConfig's, spec section 2; "our choice" ones flagged there)
+    # LEV hyperparameters (defaults are lev.LEVConfig's, docs/method.md section 2; "our choice" ones flagged there)
     lev_k: int = LEVConfig.k                      # digits per id
     lev_d_seed: int = LEVConfig.d_seed            # seed width d_s
     lev_heads: int = LEVConfig.heads              # separable heads h
@@ -431,7 +431,7 @@ def param_report(cfg: GPTConfig) -> str:
 
 
 def lev_arithmetic(cfg: GPTConfig) -> str:
-    """P_LEV written out term by term (spec section 2) and LEV's overhead over the tied model at cfg's size."""
+    """P_LEV written out term by term (docs/method.md section 2) and LEV's overhead over the tied model at cfg's size."""
     from dataclasses import replace
     lc, D = cfg.lev_config(), cfg.n_embd
     P = lev_num_params(lc)

@@ -13,7 +13,7 @@ and draws them:
                     absolute perplexity below it (small, log axis), and (third row) the change per seen-count
                     bucket (how often the run saw the token)
     lev_basis.png   the quadratic B-spline basis B_g(u) (lev.bspline_basis) and learned per-dimension
-                    functions phi_{l,p,m}(u) = sum_g B_g(u) S_{l,p,g,m} of a trained LEV (spec steps 4-5)
+                    functions phi_{l,p,m}(u) = sum_g B_g(u) S_{l,p,g,m} of a trained LEV (docs/method.md, steps 4-5)
     embeddings.png  cosine similarities of input embeddings (metrics.cosine_stats): random pairs, nearest
                     neighbours of seen and of never-seen tokens, one line per group
 Legends sit above the panels, off the data.
@@ -27,7 +27,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from lev import LEV, bspline_basis, digits, seed, unit_cube
+from lev import LEV, bspline_basis
 from metrics import curve_spread
 from report import seen_shares
 
@@ -195,10 +195,7 @@ def plot_lev_basis(lev: LEV, path, head=0, n_dims=4, n_modes=4, title=""):
     B = bspline_basis(u, cfg.kappa, cfg.basis_norm)                          # (401, kappa)
     S = 1.0 + lev.delta[head].float()                                        # (d_s, kappa, r)
     phi = torch.einsum("ug,pgm->pmu", B, S)                                  # (d_s, r, 401)
-    ids = torch.arange(cfg.vocab_size, device=dev)
-    z = seed(digits(ids, cfg.k, cfg.base), lev.codebooks.float(), cfg.seed_combine)  # (V, d_in)
-    ln = (lev.ln_weight[head:head + 1], lev.ln_bias[head:head + 1]) if cfg.seed_ln else (None, None)
-    u_tok = unit_cube(z, lev.W[head:head + 1].float(), *ln, cfg.temperature)[:, 0].cpu()  # (V, d_s)
+    u_tok = lev.coordinates(torch.arange(cfg.vocab_size, device=dev))[:, head].cpu()  # (V, d_s), steps 0-3
     dims = (phi - 1).abs().amax((1, 2)).argsort(descending=True)[:n_dims].tolist()
     u, B, phi = u.cpu(), B.cpu(), phi.cpu()
     fig = plt.figure(figsize=(12, 7))

@@ -1,4 +1,4 @@
-"""LEV against a slow reference written straight from the equations (spec section 2), plus its invariants."""
+"""LEV against a slow reference written straight from the equations (docs/method.md section 2), plus its invariants."""
 import math
 from dataclasses import replace
 
