@@ -198,7 +198,7 @@ def seen_counts(runs, say):
             t = time.time()
             say(f"counting the training targets of {r.dir}: {step} steps x {rows} rows x {r.block_size} "
                 f"= {step * rows * r.block_size:,} (re-read from the shards) ...")
-            cache[key] = consumed_counts(data, step, rows, r.block_size, ta["seed"])
+            cache[key] = consumed_counts(data, step, rows, r.block_size, ta["seed"], progress=step * rows * r.block_size > 10 ** 8)
             say(f"    counted in {time.time() - t:.1f} s")
         seen[r.label] = cache[key]
         info[r.label] = dict(train_dataset=data.path, steps=step, rows_per_step=rows, block_size=r.block_size,

@@ -210,7 +210,8 @@ class TokenData:
     __repr__ = summary
 
 
-def consumed_counts(data, steps, batch_size, block_size, seed, grad_accum=1, world_size=1, chunk=1 << 22):
+def consumed_counts(data, steps, batch_size, block_size, seed, grad_accum=1, world_size=1, chunk=1 << 22,
+                    progress=False):
     """How many times every token id was a training TARGET (y) in steps 0 .. steps-1 of a run:
     (V,) int64 summing to steps * R * T, R = batch_size * grad_accum * world_size rows per step.
 
@@ -223,7 +224,8 @@ def consumed_counts(data, steps, batch_size, block_size, seed, grad_accum=1, wor
     (e.g. 16 x 32 x 512 targets per step x 100k steps = 27B targets) it re-reads every training token:
     hours of CPU and tens of GB of random reads, so compute it once per run and keep the result.
     It assumes the whole run used these arguments: a resume that changed R, block_size or seed drew its
-    later steps differently (changing only how R splits into batch_size, grad_accum, world_size is harmless)."""
+    later steps differently (changing only how R splits into batch_size, grad_accum, world_size is harmless).
+    progress=True shows a bar over the targets counted."""
     for arg, v in (("batch_size", batch_size), ("grad_accum", grad_accum), ("world_size", world_size)):
         if v < 1:
             raise ValueError(f"{arg} must be >= 1, got {v}.")
@@ -233,10 +235,13 @@ def consumed_counts(data, steps, batch_size, block_size, seed, grad_accum=1, wor
     R, T = batch_size * grad_accum * world_size, block_size
     counts = np.zeros(data.vocab_size, dtype=np.int64)
     per_chunk = max(1, chunk // (R * T))  # steps per chunk
-    for s0 in range(0, steps, per_chunk):
-        starts = data._starts("train", T, seed, range(s0, min(steps, s0 + per_chunk)), np.arange(R))  # (S, R)
-        pos = starts.astype(np.int64)[..., None] + 1 + np.arange(T)  # (S, R, T) stream positions of the targets
-        counts += np.bincount(data.gather("train", pos).ravel(), minlength=data.vocab_size)
+    from tqdm import tqdm
+    with tqdm(total=steps * R * T, unit="tok", unit_scale=True, disable=not progress, desc="counting targets") as bar:
+        for s0 in range(0, steps, per_chunk):
+            starts = data._starts("train", T, seed, range(s0, min(steps, s0 + per_chunk)), np.arange(R))  # (S, R)
+            pos = starts.astype(np.int64)[..., None] + 1 + np.arange(T)  # (S, R, T) stream positions of the targets
+            counts += np.bincount(data.gather("train", pos).ravel(), minlength=data.vocab_size)
+            bar.update(pos.size)
     return counts
 
 
