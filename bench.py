@@ -169,11 +169,11 @@ def sync(device: str):
 
 
 def round_robin(fns: dict, reps: int, warmup: int, device: str, label: str) -> dict:
-    """Seconds of each fn per round, timed in turns (fn1, fn2, ..., fn1, fn2, ...) after `warmup` calls each."""
-    for k, fn in fns.items():
-        if warmup:
-            say(f"{label}: {k}, warm-up ({warmup})")
-        for _ in range(warmup):
+    """Seconds of each fn per round, timed in turns (fn1, fn2, ..., fn1, fn2, ...) after `warmup` untimed rounds
+    (in turns too: a variant's first call after another variant's can be slow, e.g. a compiled model's)."""
+    for i in range(warmup):
+        for k, fn in fns.items():
+            say(f"{label}: {k}, warm-up {i + 1}/{warmup}")
             fn()
     times = {k: [] for k in fns}
     for i in range(reps):
@@ -231,7 +231,7 @@ def train_step(cfg: GPTConfig, x, y, device: str, dtype: str, compile: bool = Fa
     torch.manual_seed(0)
     model = GPT(cfg).to(device)
     opt = model.configure_optimizer(lr=1e-4, weight_decay=0.1, device_type=device.split(":")[0])
-    fwd = torch.compile(model) if compile else model
+    fwd = torch.compile(model, dynamic=False) if compile else model       # static shapes: one size per variant
 
     def run():
         with runtime.autocast(device, dtype):
