@@ -72,7 +72,7 @@ class BenchConfig:
     arms: str = ",".join(EMB_CHOICES)  # arms of the "arms" section, comma-separated
     paths: str = "all"            # LEV paths, comma-separated, from: naive, dedup_dense, dedup_fused_torch, dedup_fused_cpp
     reps: int = 5                 # timed rounds per variant (median reported)
-    warmup: int = 1               # untimed runs of each variant first (2 more when compiling)
+    warmup: int = 1               # untimed rounds first, variants in turns (2 more when compiling)
     tiny: bool = False            # a tiny model and batch: checks the script end to end in a minute
     batch_size: int = 8           # sequences per step (the reference config)
     block_size: int = 256         # context length T
