@@ -1,47 +1,52 @@
 """
-Speed and memory of LEV's fast paths and of every input-map arm, measured side by side in one run.
+Speed and memory of LEV's fast paths, of every input-map arm and of the number format, side by side in one run.
 
-    python bench.py --tiny --reps 1                    # a few seconds: smoke test of the whole script
-    python bench.py --tokens zipf                      # the reference config (below): 10-30 minutes on 2 CPU cores
-    python bench.py --compile --json bench.json        # + torch.compile'd variants; results also as JSON
-    python bench.py --device cuda --dtype bfloat16     # on a GPU (bf16 autocast; LEV itself stays float32)
+    python bench.py --tiny --reps 1                    # a minute: smoke test of the whole script
+    python bench.py --tokens zipf --json bench.json    # the reference config (below): 10-30 minutes on 2 CPU cores
+    python bench.py --sections dtype                   # only "dtype and head" (float32 / bf16, plain / chunked head)
+    python bench.py --curves                           # bf16 vs float32 loss curves, 3 seeds (about 10 minutes)
+    python bench.py --device cuda --compile            # on a GPU (bf16 autocast; LEV itself stays float32)
 
-Reference config: LLaMA-style body, 6 layers, width 384, 6 heads, context 256, batch 8, GPT-2 vocabulary
-(50257), LEV at its defaults (k=3, d_s=128, h=8, kappa=16, r=64); the same body and batch for every arm.
-Token ids: real GPT-2 tokens from data/default when it exists (--tokens data), else Zipf-distributed ids
-(p(i) ~ 1/(rank(i) + 2.7) over a fixed random permutation of the vocabulary, --tokens zipf).
+Reference config: LLaMA-style body, 6 layers, width 384, 6 heads, context 256, batch 8, GPT-2 vocabulary (50257),
+LEV at its defaults (k=3, d_s=128, h=8, kappa=16, r=64). Token ids: real GPT-2 tokens of data/default when
+it exists, else Zipf ids (p(i) ~ 1/(rank(i) + 2.7) over a fixed random permutation of the vocabulary). The dtype
+is runtime.pick_dtype(--dtype): "auto" is bf16 autocast where the GPU or CPU computes bf16 natively, else float32.
 
-What is measured. Every timing: warm-up first, then --reps rounds; in each round every variant runs once, in
-turn, so that a change of machine load hits all of them alike. Times are medians over rounds; ratios ("vs")
-are medians over rounds of the ratio within a round (paired), which is what a shared machine allows.
-  LEV alone     forward + backward of LEV on the batch's ids, per fast path, and its speed-up over the naive
-                path (every position evaluated, dense kappa-long basis contraction, plain autograd).
-  train step    forward + backward + AdamW step of the whole model, per arm, and the time ratio to `tied`.
-  sampling      tokens/s of model.generate (batch 1, eval mode, no KV cache, the same seed every call), per
-                arm, and the speed ratio to `tied`.
-  MFU           GPT.flops_per_token() * tokens per step / step time / peak FLOP/s, where the peak is a large
-                matmul in the same dtype on the same device, measured in this run (LEV's own work is not in
-                flops_per_token, so it only counts as time).
-  memory        CPU: peak resident set size (Linux VmHWM) of a fresh subprocess that builds the variant and runs
-                it twice. Train step: the whole process (PyTorch runtime, model, gradients, AdamW state,
-                activations). LEV alone: the rise of the peak over the RSS just before the first forward.
-                CUDA: torch.cuda.max_memory_allocated (minus the memory before, for LEV alone).
-                --memory none skips it.
+Every timing: warm-up, then --reps rounds; in each round every variant runs once, in turn, so that a change of
+machine load hits all alike. Times are medians over rounds; ratios ("vs") are medians of the ratios within a
+round (paired), which is what a shared machine allows. Progress goes to stderr, the tables to stdout.
+  lev      LEV alone, forward + backward on the batch's ids, per fast path; speed-up over the naive path
+           (every position evaluated, dense kappa-long basis contraction, plain autograd).
+  arms     per arm: training step (forward + backward + AdamW) and its ratio to tied; sampling tokens/s
+           (generate, batch 1, eval mode, no KV cache); MFU = flops_per_token * tokens / step time / the FLOP/s
+           of a large matmul in the same dtype measured in this run (LEV's own work is not in flops_per_token).
+  dtype    tied and lev, training step with (a) float32 + plain head (what nanoGPT does on a CPU), (b) bf16
+           + plain head, (c) bf16 + chunked head (head.py), (d) float32 + chunked head, at the quick-start size
+           (train.py's "cpu" preset, batch 8) and the reference config; ratios to (a), lev/tied per variant;
+           and the peak RSS of `python train.py --emb=lev` with --dtype=float32 --head=plain vs the defaults.
+  memory   peak RSS (Linux VmHWM) of a fresh subprocess that builds the variant and runs it twice (train step:
+           the whole process; LEV alone: the rise over the RSS before the first forward); CUDA:
+           torch.cuda.max_memory_allocated. --memory none skips it.
+  --curves the quick-start preset trained for tied and lev in float32 and bf16 (chunked head) over seeds: is
+           bf16's final validation loss within 2 seed-sd's of float32's? (a benchmark, not a test)
 """
-import argparse
+import io
 import json
 import os
 import resource
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
-from contextlib import nullcontext
-from dataclasses import asdict, replace
+from contextlib import redirect_stdout
+from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
-from lev import LEV, LEVConfig
+import runtime
+from cli import checked, parse
+from lev import LEV
 from model import EMB_CHOICES, GPT, GPTConfig
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -51,107 +56,134 @@ LEV_PATHS = {  # name -> LEVConfig changes; "compiled" (with --compile) is torch
     "dedup_fused_torch": dict(dedup=True, sparse_basis=True, kernel="torch"),
     "dedup_fused_cpp": dict(dedup=True, sparse_basis=True, kernel="cpp"),
 }
+SECTIONS = ("lev", "arms", "dtype")
+DTYPE_HEAD = {"(a) fp32+plain": ("float32", "plain"), "(b) bf16+plain": ("bfloat16", "plain"),
+              "(c) bf16+chunked": ("bfloat16", "chunked"), "(d) fp32+chunked": ("float32", "chunked")}
+TINY = dict(batch_size=2, block_size=32, n_layer=2, n_head=2, n_embd=32, vocab_size=1000)
+TINY_LEV = dict(lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
 
 
-def parse_args(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--dtype", default="float32", choices=["float32", "bfloat16", "float16"],
-                    help="autocast dtype of the model body (LEV's math stays float32)")
-    ap.add_argument("--compile", action=argparse.BooleanOptionalAction, default=False,
-                    help="also time torch.compile'd LEV, and compile every arm's training step")
-    ap.add_argument("--arms", default=",".join(EMB_CHOICES), help="comma-separated, from: " + ", ".join(EMB_CHOICES))
-    ap.add_argument("--paths", default="all", help="LEV paths, comma-separated, from: " + ", ".join(LEV_PATHS))
-    ap.add_argument("--reps", type=int, default=5, help="timed repetitions per variant (median reported)")
-    ap.add_argument("--warmup", type=int, default=1, help="untimed repetitions first (2 more when compiling)")
-    ap.add_argument("--tiny", action="store_true", help="a tiny model and batch: checks the script in seconds")
-    ap.add_argument("--batch-size", "--batch_size", type=int, default=8)
-    ap.add_argument("--block-size", "--block_size", type=int, default=256)
-    ap.add_argument("--n-layer", "--n_layer", type=int, default=6)
-    ap.add_argument("--n-head", "--n_head", type=int, default=6)
-    ap.add_argument("--n-embd", "--n_embd", type=int, default=384)
-    ap.add_argument("--vocab-size", "--vocab_size", type=int, default=50257)
-    ap.add_argument("--tokens", default="auto", choices=["auto", "zipf", "data"],
-                    help="batch ids: real tokens of data/default (auto: when it exists) or Zipf-distributed ids")
-    ap.add_argument("--sample-tokens", "--sample_tokens", type=int, default=64, help="new tokens per sampling run")
-    ap.add_argument("--threads", type=int, default=0, help="torch.set_num_threads (0: PyTorch's default)")
-    ap.add_argument("--memory", default="rss", choices=["rss", "none"], help="measure peak memory (subprocesses)")
-    ap.add_argument("--json", default=None, help="also write the results to this JSON file")
-    ap.add_argument("--probe", default=None, help=argparse.SUPPRESS)  # internal: "train:ARM" or "lev:PATH"
-    a = ap.parse_args(argv)
+@dataclass
+class BenchConfig:
+    device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
+    dtype: str = "auto"           # autocast dtype of the model body (LEV's math stays float32); auto: bf16 where native
+    compile: bool = False         # also time torch.compile'd LEV, and compile every arm's training step
+    sections: str = "lev,arms,dtype"  # comma-separated, from: lev, arms, dtype (see the docstring)
+    arms: str = ",".join(EMB_CHOICES)  # arms of the "arms" section, comma-separated
+    paths: str = "all"            # LEV paths, comma-separated, from: naive, dedup_dense, dedup_fused_torch, dedup_fused_cpp
+    reps: int = 5                 # timed rounds per variant (median reported)
+    warmup: int = 1               # untimed rounds first, variants in turns (2 more when compiling)
+    tiny: bool = False            # a tiny model and batch: checks the script end to end in a minute
+    batch_size: int = 8           # sequences per step (the reference config)
+    block_size: int = 256         # context length T
+    n_layer: int = 6              # transformer blocks
+    n_head: int = 6               # attention heads
+    n_embd: int = 384             # model width D
+    vocab_size: int = 50257       # V (GPT-2's vocabulary)
+    tokens: str = "auto"          # batch ids: real tokens of data/default (auto: when it exists) or Zipf ids
+    sample_tokens: int = 64       # new tokens per sampling run
+    threads: int = 0              # torch.set_num_threads (0: PyTorch's default)
+    memory: str = "rss"           # rss: measure peak memory (one subprocess per variant); none: skip
+    quickstart_iters: int = 20    # steps of the quick-start command whose peak RSS is measured (0 = skip it)
+    dataset: str = "default"      # the dataset of --curves and of the quick-start command (train.py --dataset)
+    curves: bool = False          # instead of the sections: bf16 vs float32 loss curves of tied and lev
+    curve_iters: int = 200        # --curves: training steps per run
+    curve_eval_interval: int = 25  # --curves: evaluate every this many steps
+    seeds: list[int] = field(default_factory=lambda: [1, 2, 3])  # --curves: the seeds (train.py --seed)
+    json: str = ""                # also write the results to this JSON file
+    probe: str = ""               # internal: run one variant in this process and print its peak memory
+
+    def __post_init__(self):
+        for name, allowed in (("sections", SECTIONS), ("arms", EMB_CHOICES), ("paths", ("all", *LEV_PATHS))):
+            bad = [x for x in getattr(self, name).split(",") if x and x not in allowed]
+            if bad:
+                raise ValueError(f"unknown {name[:-1]}(s) {bad} in --{name}; choose from {', '.join(allowed)}.")
+
+    def listed(self, name: str) -> list:
+        """A comma-separated field as a list."""
+        return [x for x in getattr(self, name).split(",") if x]
+
+
+def parse_args(argv=None) -> BenchConfig:
+    a = parse(BenchConfig, argv, description=__doc__,
+              choices=dict(dtype=("auto", *runtime.DTYPES), tokens=("auto", "zipf", "data"), memory=("rss", "none")),
+              checks=dict(reps=checked(int, 1), warmup=checked(int, 0), threads=checked(int, 0),
+                          sample_tokens=checked(int, 1), quickstart_iters=checked(int, 0),
+                          curve_iters=checked(int, 1), curve_eval_interval=checked(int, 1)))
     if a.tiny:
-        a.batch_size, a.block_size, a.n_layer, a.n_head, a.n_embd, a.vocab_size = 2, 32, 2, 2, 32, 1000
-        a.sample_tokens = min(a.sample_tokens, 8)
-    a.arms = [x for x in a.arms.split(",") if x]
-    bad = [x for x in a.arms if x not in EMB_CHOICES]
-    if bad:
-        ap.error(f"unknown arm(s) {bad}; choose from {', '.join(EMB_CHOICES)}")
-    a.paths = list(LEV_PATHS) if a.paths == "all" else [x for x in a.paths.split(",") if x]
-    bad = [x for x in a.paths if x not in LEV_PATHS]
-    if bad:
-        ap.error(f"unknown LEV path(s) {bad}; choose from {', '.join(LEV_PATHS)}")
-    if a.device != "cpu" and "dedup_fused_cpp" in a.paths:
-        a.paths.remove("dedup_fused_cpp")                   # the C++ kernel is CPU-only
-    if a.reps < 1:
-        ap.error("--reps must be >= 1")
-    return a
+        a = replace(a, **TINY, sample_tokens=min(a.sample_tokens, 8))
+    device = runtime.pick_device(a.device)
+    paths = list(LEV_PATHS) if a.paths == "all" else a.listed("paths")
+    if device != "cpu":
+        paths = [p for p in paths if p != "dedup_fused_cpp"]            # the C++ kernel is CPU-only
+    return replace(a, device=device, dtype=runtime.pick_dtype(a.dtype, device)[0], paths=",".join(paths))
 
 
-def gpt_config(a) -> GPTConfig:
+def gpt_config(a: BenchConfig) -> GPTConfig:
     cfg = GPTConfig(vocab_size=a.vocab_size, block_size=a.block_size, n_layer=a.n_layer, n_head=a.n_head,
                     n_embd=a.n_embd)
-    if a.tiny:
-        cfg = replace(cfg, lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
-    return cfg
+    return replace(cfg, **TINY_LEV) if a.tiny else cfg
 
 
-def batch_ids(a, device):
-    """(B, T+1) token ids: real GPT-2 tokens of data/default if asked/available, else Zipf-distributed."""
-    B, T, V = a.batch_size, a.block_size, a.vocab_size
+def dtype_configs(a: BenchConfig) -> dict:
+    """{name: (GPTConfig, batch size)}: the quick-start size (train.py's "cpu" preset) and the bench's config."""
+    import train
+    quick = replace(gpt_config(a), n_layer=1) if a.tiny else GPTConfig(vocab_size=a.vocab_size, **train.PRESETS["cpu"])
+    return {"quick-start": (quick, a.batch_size if a.tiny else train.TrainConfig.batch_size),
+            "reference": (gpt_config(a), a.batch_size)}
+
+
+def zipf_ids(n: int, V: int, seed: int = 0) -> torch.Tensor:
+    """n ids (int64) with p(i) ~ 1/(rank(i) + 2.7) over a fixed random permutation of 0..V-1."""
+    g = torch.Generator().manual_seed(seed)
+    perm = torch.randperm(V, generator=g)
+    p = 1.0 / (torch.arange(V, dtype=torch.float64) + 2.7)
+    return perm[torch.multinomial(p, n, replacement=True, generator=g)]
+
+
+def batch_ids(a: BenchConfig, B: int, T: int, V: int):
+    """((B, T+1) token ids, what they are): real GPT-2 tokens of data/default if asked/available, else Zipf ids."""
     path = os.path.join(ROOT, "data", "default")
     if a.tokens in ("auto", "data") and os.path.exists(os.path.join(path, "meta.json")):
         try:
             from data.loader import TokenData
             d = TokenData(path)
             if d.vocab_size == V:
-                x, y = d.get_batch("train", batch_size=B, block_size=T, seed=0, step=0)
-                x, y = torch.as_tensor(x, dtype=torch.long), torch.as_tensor(y, dtype=torch.long)
-                return torch.cat([x, y[:, -1:]], 1).to(device), f"real tokens of data/default ({d.tokenizer_name})"
+                x, y = (torch.as_tensor(v, dtype=torch.long) for v in d.get_batch("train", B, T, seed=0, step=0))
+                return torch.cat([x, y[:, -1:]], 1).to(a.device), f"real tokens of data/default ({d.tokenizer_name})"
         except Exception as err:                             # a broken or foreign dataset: fall back, say so
             print(f"(data/default not usable: {err}; using Zipf ids)")
     if a.tokens == "data":
         sys.exit("--tokens data needs data/default with the same vocabulary: python data/prepare.py default")
-    g = torch.Generator().manual_seed(0)
-    perm = torch.randperm(V, generator=g)
-    p = 1.0 / (torch.arange(V, dtype=torch.float64) + 2.7)
-    ranks = torch.multinomial(p, B * (T + 1), replacement=True, generator=g)
-    return perm[ranks].view(B, T + 1).to(device), "Zipf ids, p ~ 1/(rank + 2.7)"
+    return zipf_ids(B * (T + 1), V).view(B, T + 1).to(a.device), "Zipf ids, p ~ 1/(rank + 2.7)"
 
 
-def sync(device):
+def say(msg: str):
+    """Progress, on stderr (the results go to stdout)."""
+    print(msg, file=sys.stderr, flush=True)
+
+
+def sync(device: str):
     if device.startswith("cuda"):
         torch.cuda.synchronize()
 
 
-def autocast(a):
-    if a.dtype == "float32":
-        return nullcontext()
-    return torch.autocast(device_type=a.device.split(":")[0], dtype=getattr(torch, a.dtype))
-
-
-def round_robin(fns: dict, a, warmup: int) -> dict:
-    """Seconds of each fn per round, timed in turns (fn1, fn2, ..., fn1, fn2, ...) after `warmup` calls each."""
-    for fn in fns.values():
-        for _ in range(warmup):
+def round_robin(fns: dict, reps: int, warmup: int, device: str, label: str) -> dict:
+    """Seconds of each fn per round, timed in turns (fn1, fn2, ..., fn1, fn2, ...) after `warmup` untimed rounds
+    (in turns too: a variant's first call after another variant's can be slow, e.g. a compiled model's)."""
+    for i in range(warmup):
+        for k, fn in fns.items():
+            say(f"{label}: {k}, warm-up {i + 1}/{warmup}")
             fn()
     times = {k: [] for k in fns}
-    for _ in range(a.reps):
+    for i in range(reps):
         for k, fn in fns.items():
-            sync(a.device)
+            sync(device)
             t0 = time.perf_counter()
             fn()
-            sync(a.device)
+            sync(device)
             times[k].append(time.perf_counter() - t0)
+            say(f"{label}: {k}, round {i + 1}/{reps}: {1e3 * times[k][-1]:.1f} ms")
     return times
 
 
@@ -163,36 +195,30 @@ def paired(times: dict, ref: str, k: str) -> float:
 def paired_iqr(times: dict, ref: str, k: str) -> list:
     """The quartiles (25%, 75%) of the per-round ratios time[k] / time[ref]: how far to trust paired()."""
     ratios = [t / r for t, r in zip(times[k], times[ref])]
-    if len(ratios) < 2:
-        return [ratios[0], ratios[0]]
-    q = statistics.quantiles(ratios, n=4)
-    return [q[0], q[2]]
+    return [ratios[0]] * 2 if len(ratios) < 2 else statistics.quantiles(ratios, n=4)[::2]
 
 
-def peak_flops(a) -> float:
-    """FLOP/s of a large square matmul in the benchmark's dtype: the denominator of MFU."""
-    n = 1024 if a.tiny else (4096 if a.device.startswith("cuda") else 2048)
-    dt = torch.float32 if a.dtype == "float32" else getattr(torch, a.dtype)
-    x = torch.randn(n, n, device=a.device, dtype=dt)
-    y = torch.randn(n, n, device=a.device, dtype=dt)
-    reps = 3 if a.tiny else 10
-    t = min(round_robin({"mm": lambda: [x @ y for _ in range(reps)]}, a, 1)["mm"])
+def peak_flops(device: str, dtype: str, tiny: bool = False) -> float:
+    """FLOP/s of a large square matmul in dtype on device: the denominator of MFU."""
+    n = 1024 if tiny else (4096 if device.startswith("cuda") else 2048)
+    x, y = (torch.randn(n, n, device=device, dtype=runtime.DTYPES[dtype]) for _ in range(2))
+    reps = 3 if tiny else 10
+    t = min(round_robin({"matmul": lambda: [x @ y for _ in range(reps)]}, 3, 1, device, "peak FLOP/s")["matmul"])
     return 2 * n ** 3 * reps / t
 
 
 # ----------------------------------------------------------------------------------------------------
 # The variants: each builder returns a callable that runs one repetition.
 
-def lev_path(a, name: str, ids: torch.Tensor):
+def lev_path(a: BenchConfig, name: str, ids: torch.Tensor):
     """LEV alone, forward + backward on ids (B, T), for one fast path."""
     torch.manual_seed(0)
-    changes = LEV_PATHS.get(name, {})
-    lev = LEV(replace(gpt_config(a).lev_config(), **changes)).to(a.device)
+    lev = LEV(replace(gpt_config(a).lev_config(), **LEV_PATHS.get(name, {}))).to(a.device)
     fn = torch.compile(lev) if name == "compiled" else lev
     grad_out = torch.randn(*ids.shape, lev.cfg.n_embd, device=a.device)
 
     def run():
-        with autocast(a):
+        with runtime.autocast(a.device, a.dtype):
             e = fn(ids)
         e.backward(grad_out)
         for p in lev.parameters():
@@ -200,15 +226,15 @@ def lev_path(a, name: str, ids: torch.Tensor):
     return run
 
 
-def train_step(a, arm: str, x, y):
-    """Forward + backward + AdamW step of the whole model for one arm."""
+def train_step(cfg: GPTConfig, x, y, device: str, dtype: str, compile: bool = False):
+    """Forward + backward + AdamW step of the whole model (cfg.emb, cfg.head) -> (run, model)."""
     torch.manual_seed(0)
-    model = GPT(replace(gpt_config(a), emb=arm)).to(a.device)
-    opt = model.configure_optimizer(lr=1e-4, weight_decay=0.1, device_type=a.device.split(":")[0])
-    fwd = torch.compile(model) if a.compile else model
+    model = GPT(cfg).to(device)
+    opt = model.configure_optimizer(lr=1e-4, weight_decay=0.1, device_type=device.split(":")[0])
+    fwd = torch.compile(model, dynamic=False) if compile else model       # static shapes: one size per variant
 
     def run():
-        with autocast(a):
+        with runtime.autocast(device, dtype):
             _, loss = fwd(x, y)
         loss.backward()
         opt.step()
@@ -216,18 +242,28 @@ def train_step(a, arm: str, x, y):
     return run, model
 
 
-def sampler(a, model, prompt):
+def sampler(a: BenchConfig, model, prompt):
     """model.generate in eval mode, batch 1, the same sampling seed every call: the warm-up call fills LEV's
     table rows (lazily, lev.py: LEV.lookup) and the timed calls find them there, as in a long sampling run."""
 
     def run():
         model.eval()
         g = torch.Generator(device=a.device).manual_seed(0)
-        with autocast(a):
+        with runtime.autocast(a.device, a.dtype):
             model.generate(prompt, a.sample_tokens, temperature=1.0, generator=g)
         model.train()
     return run
 
+
+def dtype_variant(a: BenchConfig, cfg: GPTConfig, B: int, arm: str, variant: str):
+    """One training step of the "dtype and head" section: (run, model)."""
+    dtype, head = DTYPE_HEAD[variant]
+    ids = batch_ids(a, B, cfg.block_size, cfg.vocab_size)[0]
+    return train_step(replace(cfg, emb=arm, head=head), ids[:, :-1], ids[:, 1:], a.device, dtype, a.compile)
+
+
+# ----------------------------------------------------------------------------------------------------
+# Memory
 
 def peak_rss_mb(reset: bool = False) -> float:
     """This process's peak resident set size in MiB (Linux VmHWM). reset=True first lowers the peak to the
@@ -242,34 +278,149 @@ def peak_rss_mb(reset: bool = False) -> float:
         return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def probe(a, what: str):
-    """Run in a fresh subprocess: build one variant, run it twice, print its peak memory as JSON."""
-    kind, name = what.split(":")
-    ids = batch_ids(a, a.device)[0]
+def probe(a: BenchConfig, what: str):
+    """Run in a fresh subprocess: build one variant ("lev:PATH", "train:ARM", "dtype:CONFIG:ARM:VARIANT"),
+    run it twice, print its peak memory as JSON."""
+    kind, *name = what.split(":")
+    ids = batch_ids(a, a.batch_size, a.block_size, a.vocab_size)[0]
     if kind == "lev":
-        run = lev_path(a, name, ids[:, :-1])
+        run = lev_path(a, name[0], ids[:, :-1])
+    elif kind == "train":
+        run, _ = train_step(replace(gpt_config(a), emb=name[0]), ids[:, :-1], ids[:, 1:], a.device, a.dtype, a.compile)
     else:
-        run, _ = train_step(a, name, ids[:, :-1], ids[:, 1:])
-    if a.device.startswith("cuda"):
+        cfg, B = dtype_configs(a)[name[0]]
+        run, _ = dtype_variant(a, cfg, B, name[1], name[2])
+    cuda = a.device.startswith("cuda")
+    if cuda:
         torch.cuda.reset_peak_memory_stats()
-        before = torch.cuda.memory_allocated() / 2 ** 20 if kind == "lev" else 0.0
-    else:
-        before = peak_rss_mb(reset=True) if kind == "lev" else 0.0
+    before = (torch.cuda.memory_allocated() / 2 ** 20 if cuda else peak_rss_mb(reset=True)) if kind == "lev" else 0.0
     for _ in range(2):
         run()
     sync(a.device)
-    peak = torch.cuda.max_memory_allocated() / 2 ** 20 if a.device.startswith("cuda") else peak_rss_mb()
+    peak = torch.cuda.max_memory_allocated() / 2 ** 20 if cuda else peak_rss_mb()
     print(json.dumps({"peak_mb": peak - before}))
 
 
-def measure_memory(a, argv, what: str):
+def measure_memory(argv: list, what: str):
     """Peak memory of one variant, from a fresh subprocess (maxrss is a per-process high-water mark)."""
+    say(f"memory: {what} (a fresh subprocess)")
     cmd = [sys.executable, os.path.abspath(__file__), *argv, "--probe", what, "--memory", "none"]
     out = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, timeout=3600)
     if out.returncode != 0:
-        print(f"(memory probe {what} failed: {out.stderr.strip().splitlines()[-1:]})")
+        say(f"(memory probe {what} failed: {out.stderr.strip().splitlines()[-1:]})")
         return None
     return json.loads(out.stdout.strip().splitlines()[-1])["peak_mb"]
+
+
+def train_flags(a: BenchConfig) -> list:
+    """train.py flags of the quick-start memory run and of --curves: device, dataset, compile, tiny sizes."""
+    tiny = ["--n-layer=1", "--n-head=2", "--n-embd=32", "--block-size=32", "--batch-size=2", "--eval-iters=1",
+            *(f"--{k.replace('_', '-')}={v}" for k, v in TINY_LEV.items())]
+    return ["--device", a.device, "--dataset", a.dataset, f"--compile={a.compile}", *(tiny if a.tiny else [])]
+
+
+def quickstart_rss(a: BenchConfig, extra: list) -> dict:
+    """Peak RSS (MiB) of `python train.py --emb=lev` as a user runs it, like /usr/bin/time: os.wait4's
+    ru_maxrss, the largest of the process and of its children (a C++ kernel build, data workers)."""
+    from data.loader import open_dataset
+    open_dataset(a.dataset, "", say)                         # prepared first: its memory is not the run's
+    cmd = ["train.py", "--emb=lev", f"--max-iters={a.quickstart_iters}", "--sample-tokens=20", *train_flags(a), *extra]
+    say(f"memory: python {' '.join(cmd)}")
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as log:
+        p = subprocess.Popen([sys.executable, *cmd, "--out-dir", tmp], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
+        _, status, usage = os.wait4(p.pid, 0)                 # this child's rusage (its own children included)
+        p.returncode = os.waitstatus_to_exitcode(status)
+        log.seek(0)
+        if p.returncode != 0:
+            say(f"(the quick-start command failed, exit code {p.returncode}:\n{log.read()[-2000:]})")
+    return dict(command=" ".join(cmd), peak_mb=usage.ru_maxrss / 1024 if p.returncode == 0 else None)
+
+
+# ----------------------------------------------------------------------------------------------------
+# The sections
+
+def section_lev(a: BenchConfig, argv, x, warm) -> dict:
+    paths = a.listed("paths") + (["compiled"] if a.compile else [])
+    t = round_robin({p: lev_path(a, p, x) for p in paths}, a.reps, warm, a.device, "LEV alone")
+    res = {p: dict(ms=1e3 * statistics.median(t[p]), times_ms=[1e3 * v for v in t[p]],
+                   speedup_vs_naive=1 / paired(t, "naive", p) if "naive" in t else None) for p in paths}
+    for p in (a.listed("paths") if a.memory != "none" else []):
+        res[p]["peak_mb"] = measure_memory(argv, f"lev:{p}")
+    return res
+
+
+def section_arms(a: BenchConfig, argv, x, y, warm, flops) -> dict:
+    steps, models = {}, {}
+    for arm in a.listed("arms"):
+        steps[arm], models[arm] = train_step(replace(gpt_config(a), emb=arm), x, y, a.device, a.dtype, a.compile)
+    t_step = round_robin(steps, a.reps, warm, a.device, "train step")
+    t_sample = round_robin({arm: sampler(a, models[arm], x[:1, :16]) for arm in models}, a.reps, a.warmup, a.device,
+                           "sampling")
+    res, tied = {}, "tied" in models
+    for arm, model in models.items():
+        step, sample = statistics.median(t_step[arm]), statistics.median(t_sample[arm])
+        fpt = model.flops_per_token()
+        res[arm] = dict(step_ms=1e3 * step, step_times_ms=[1e3 * v for v in t_step[arm]],
+                        step_vs_tied=paired(t_step, "tied", arm) if tied else None,
+                        step_vs_tied_iqr=paired_iqr(t_step, "tied", arm) if tied else None,
+                        sample_tok_s=a.sample_tokens / sample,
+                        sample_vs_tied=1 / paired(t_sample, "tied", arm) if tied else None,
+                        mfu=fpt * x.numel() / step / flops, flops_per_token=fpt, params=model.param_breakdown()["total"])
+    del steps, models
+    for arm in (a.listed("arms") if a.memory != "none" else []):
+        res[arm]["peak_mb"] = measure_memory(argv, f"train:{arm}")
+    return res
+
+
+def section_dtype(a: BenchConfig, argv, warm) -> dict:
+    """tied and lev x (a)-(d) at two configs; one round-robin per config (its 8 variants in turns)."""
+    res = {}
+    for name, (cfg, B) in dtype_configs(a).items():
+        fns = {f"{arm} {v}": dtype_variant(a, cfg, B, arm, v)[0] for arm in ("tied", "lev") for v in DTYPE_HEAD}
+        t = round_robin(fns, a.reps, warm, a.device, f"dtype and head, {name}")
+        del fns
+        rows = {}
+        for k in t:
+            arm, v = k.split(" ", 1)
+            rows[k] = dict(arm=arm, variant=v, dtype=DTYPE_HEAD[v][0], head=DTYPE_HEAD[v][1],
+                           ms=1e3 * statistics.median(t[k]), times_ms=[1e3 * s for s in t[k]],
+                           vs_a=paired(t, f"{arm} (a) fp32+plain", k), lev_vs_tied=paired(t, f"tied {v}", f"lev {v}"),
+                           peak_mb=measure_memory(argv, f"dtype:{name}:{arm}:{v}") if a.memory != "none" else None)
+        res[name] = dict(n_layer=cfg.n_layer, n_embd=cfg.n_embd, n_head=cfg.n_head, block_size=cfg.block_size,
+                         batch_size=B, vocab_size=cfg.vocab_size, variants=rows)
+    return res
+
+
+def curves(a: BenchConfig) -> dict:
+    """tied and lev, float32 and bfloat16 (chunked head), each seed: the quick-start preset via train.main."""
+    import train
+    from data.loader import open_dataset
+    open_dataset(a.dataset, "", say)
+    runs = [(arm, dt, s) for arm in ("tied", "lev") for dt in ("float32", "bfloat16") for s in a.seeds]
+    res = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, (arm, dt, seed) in enumerate(runs):
+            out, t0 = os.path.join(tmp, f"{arm}_{dt}_{seed}"), time.time()
+            say(f"curves: {arm} {dt} seed {seed} ({i + 1}/{len(runs)}), {a.curve_iters} steps ...")
+            with redirect_stdout(io.StringIO()):
+                train.main(["--emb", arm, "--dtype", dt, "--seed", str(seed), "--max-iters", str(a.curve_iters),
+                            "--eval-interval", str(a.curve_eval_interval), "--sample-tokens=0", "--out-dir", out,
+                            *train_flags(a)])
+            with open(os.path.join(out, "log.jsonl")) as f:
+                evals = {e["step"]: e["val_loss"] for e in map(json.loads, f) if e["event"] == "eval"}
+            say(f"curves: {arm} {dt} seed {seed}: final val loss {evals[max(evals)]:.4f} ({time.time() - t0:.0f} s)")
+            res.setdefault(arm, {"steps": sorted(evals)}).setdefault(dt, {"curves": []})["curves"].append(
+                [evals[s] for s in sorted(evals)])
+    for r in res.values():
+        for c in (r["float32"], r["bfloat16"]):
+            final = [curve[-1] for curve in c["curves"]]
+            c.update(final=final, mean=statistics.mean(final), sd=statistics.stdev(final) if len(final) > 1 else None,
+                     mean_curve=[statistics.mean(v) for v in zip(*c["curves"])])
+        f, b = r["float32"], r["bfloat16"]
+        two_sd = None if f["sd"] is None else 2 * ((f["sd"] ** 2 + b["sd"] ** 2) / 2) ** 0.5   # pooled over dtypes
+        r.update(diff=b["mean"] - f["mean"], two_sd=two_sd, within=None if two_sd is None else
+                 abs(b["mean"] - f["mean"]) <= two_sd)
+    return res
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -277,61 +428,44 @@ def measure_memory(a, argv, what: str):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     a = parse_args(argv)
+    auto, why = runtime.pick_dtype("auto", a.device)
+    why = why if a.dtype == auto else "as requested"
     if a.threads:
         torch.set_num_threads(a.threads)
     if a.probe:
         return probe(a, a.probe)
-    load_before = os.getloadavg()
-    cfg = gpt_config(a)
-    ids, source = batch_ids(a, a.device)
-    x, y = ids[:, :-1], ids[:, 1:]
-    n_unique = int(torch.unique(x).numel())
+    load_before, cfg, lc = os.getloadavg(), gpt_config(a), gpt_config(a).lev_config()
     warm = a.warmup + (2 if a.compile else 0)
-    lc = cfg.lev_config()
-    print(f"device {a.device}, dtype {a.dtype}, torch {torch.__version__}, threads {torch.get_num_threads()}, "
-          f"compile {a.compile}, reps {a.reps} (median), warm-up {warm}")
-    print(f"body: {cfg.n_layer} layers x {cfg.n_embd}, {cfg.n_head} heads, context {cfg.block_size}, batch "
-          f"{a.batch_size}, V={cfg.vocab_size}; LEV k={lc.k} d_s={lc.d_seed} h={lc.heads} kappa={lc.kappa} r={lc.rank}")
-    print(f"batch ids: {source}; {a.batch_size * a.block_size} positions, {n_unique} distinct ids")
-    print(f"load average before: {load_before[0]:.2f} (1 min) on {os.cpu_count()} CPUs")
-    res = dict(config=dict(asdict(cfg), batch_size=a.batch_size, device=a.device, dtype=a.dtype, compile=a.compile,
-                           reps=a.reps, warmup=warm, tokens=source, unique_ids=n_unique,
-                           threads=torch.get_num_threads(), torch=torch.__version__))
-
-    # LEV alone, per fast path
-    paths = a.paths + (["compiled"] if a.compile else [])
-    t = round_robin({p: lev_path(a, p, x) for p in paths}, a, warm)
-    res["lev"] = {p: dict(ms=1e3 * statistics.median(t[p]), times_ms=[1e3 * v for v in t[p]],
-                          speedup_vs_naive=1 / paired(t, "naive", p) if "naive" in t else None) for p in paths}
-
-    # training step and sampling, per arm
-    steps, models = {}, {}
-    for arm in a.arms:
-        steps[arm], models[arm] = train_step(a, arm, x, y)
-    t_step = round_robin(steps, a, warm)
-    prompt = x[:1, :16]
-    t_sample = round_robin({arm: sampler(a, models[arm], prompt) for arm in a.arms}, a, a.warmup)
-    flops = peak_flops(a)
-    res["peak_flops"] = flops
-    res["arms"] = {}
-    for arm in a.arms:
-        fpt = models[arm].flops_per_token()
-        step, sample = statistics.median(t_step[arm]), statistics.median(t_sample[arm])
-        res["arms"][arm] = dict(step_ms=1e3 * step, step_times_ms=[1e3 * v for v in t_step[arm]],
-                                step_vs_tied=paired(t_step, "tied", arm) if "tied" in t_step else None,
-                                step_vs_tied_iqr=paired_iqr(t_step, "tied", arm) if "tied" in t_step else None,
-                                sample_tok_s=a.sample_tokens / sample,
-                                sample_vs_tied=1 / paired(t_sample, "tied", arm) if "tied" in t_sample else None,
-                                mfu=fpt * x.numel() / step / flops, flops_per_token=fpt,
-                                params=models[arm].param_breakdown()["total"])
-    del steps, models
-
-    # memory, one subprocess per variant
-    if a.memory != "none":
-        for p in a.paths:
-            res["lev"][p]["peak_mb"] = measure_memory(a, argv, f"lev:{p}")
-        for arm in a.arms:
-            res["arms"][arm]["peak_mb"] = measure_memory(a, argv, f"train:{arm}")
+    print(f"device {a.device}, dtype {a.dtype} ({why}), torch {torch.__version__}, threads "
+          f"{torch.get_num_threads()}, compile {a.compile}, reps {a.reps} (median), warm-up {warm}")
+    res = dict(config=dict(asdict(a), dtype_why=why, warmup=warm, threads=torch.get_num_threads(),
+                           torch=torch.__version__))
+    if a.curves:
+        print(f"curves: quick-start preset (train.py --preset=cpu), {a.curve_iters} steps, eval every "
+              f"{a.curve_eval_interval}, seeds {a.seeds}, dataset {a.dataset}")
+        res["curves"] = curves(a)
+    else:
+        ids, source = batch_ids(a, a.batch_size, a.block_size, a.vocab_size)
+        x, y = ids[:, :-1], ids[:, 1:]
+        res["config"].update(tokens=source, unique_ids=int(torch.unique(x).numel()))
+        print(f"body: {cfg.n_layer} layers x {cfg.n_embd}, {cfg.n_head} heads, context {cfg.block_size}, batch "
+              f"{a.batch_size}, V={cfg.vocab_size}; LEV k={lc.k} d_s={lc.d_seed} h={lc.heads} kappa={lc.kappa} "
+              f"r={lc.rank}\nbatch ids: {source}; {x.numel()} positions, {res['config']['unique_ids']} distinct ids")
+        print(f"load average before: {load_before[0]:.2f} (1 min) on {os.cpu_count()} CPUs", flush=True)
+        if load_before[0] + torch.get_num_threads() > os.cpu_count() + 0.5:
+            print(f"warning: busy machine, timings are noisy: with more threads than free cores every OpenMP region "
+                  f"waits for a preempted thread (seen on 2 cores: a tiny step 1.6 ms with 1 thread, 360 ms with 2); "
+                  f"use a quiet machine or --threads=1")
+        if "lev" in a.listed("sections"):
+            res["lev"] = section_lev(a, argv, x, warm)
+        if "arms" in a.listed("sections"):
+            res["peak_flops"] = peak_flops(a.device, a.dtype, a.tiny)
+            res["arms"] = section_arms(a, argv, x, y, warm, res["peak_flops"])
+        if "dtype" in a.listed("sections"):
+            res["dtype"] = section_dtype(a, argv, warm)
+            if a.memory != "none" and a.quickstart_iters:
+                res["quickstart_rss"] = {k: quickstart_rss(a, f) for k, f in
+                                         (("(a) fp32+plain", ["--dtype=float32", "--head=plain"]), ("defaults", []))}
     res["load_average"] = dict(before=load_before[0], after=os.getloadavg()[0])
     print_tables(res, a)
     if a.json:
@@ -341,26 +475,52 @@ def main(argv=None):
     return res
 
 
-def fmt(v, spec):
-    return "-" if v is None else format(v, spec)
+def fmt(v, spec, none="-"):
+    return none if v is None else format(v, spec)
 
 
 def print_tables(res, a):
     mem = "peak MB" if a.device.startswith("cuda") else "peak RSS MB"
-    print(f"\nLEV alone, forward + backward on the batch ({res['config']['unique_ids']} distinct ids)")
-    print(f"{'path':<20}{'ms':>10}{'vs naive':>10}{'+' + mem:>16}")
-    for p, r in res["lev"].items():
-        print(f"{p:<20}{r['ms']:>10.1f}{fmt(r['speedup_vs_naive'], '.2f') + 'x':>10}{fmt(r.get('peak_mb'), '.0f'):>16}")
-    print(f"\nTraining step (forward + backward + AdamW) and sampling (batch 1, {a.sample_tokens} new tokens); "
-          f"peak matmul {res['peak_flops'] / 1e9:.0f} GFLOP/s")
-    print(f"{'arm':<16}{'step ms':>10}{'vs tied':>9}{'(IQR)':>14}{'MFU':>8}{mem:>13}{'sample tok/s':>14}{'vs tied':>9}")
-    for arm, r in res["arms"].items():
-        iqr = "" if r["step_vs_tied_iqr"] is None else "({:.2f}-{:.2f})".format(*r["step_vs_tied_iqr"])
-        print(f"{arm:<16}{r['step_ms']:>10.1f}{fmt(r['step_vs_tied'], '.3f'):>9}{iqr:>14}{r['mfu']:>8.1%}"
-              f"{fmt(r.get('peak_mb'), '.0f'):>13}{r['sample_tok_s']:>14.1f}{fmt(r['sample_vs_tied'], '.3f'):>9}")
+    if "lev" in res:
+        print(f"\nLEV alone, forward + backward on the batch ({res['config']['unique_ids']} distinct ids)")
+        print(f"{'path':<20}{'ms':>10}{'vs naive':>10}{'+' + mem:>16}")
+        for p, r in res["lev"].items():
+            print(f"{p:<20}{r['ms']:>10.1f}{fmt(r['speedup_vs_naive'], '.2f') + 'x':>10}{fmt(r.get('peak_mb'), '.0f'):>16}")
+    if "arms" in res:
+        print(f"\nTraining step (forward + backward + AdamW) and sampling (batch 1, {a.sample_tokens} new tokens); "
+              f"peak matmul {res['peak_flops'] / 1e9:.0f} GFLOP/s")
+        print(f"{'arm':<16}{'step ms':>10}{'vs tied':>9}{'(IQR)':>14}{'MFU':>8}{mem:>13}{'sample tok/s':>14}{'vs tied':>9}")
+        for arm, r in res["arms"].items():
+            iqr = "" if r["step_vs_tied_iqr"] is None else "({:.2f}-{:.2f})".format(*r["step_vs_tied_iqr"])
+            print(f"{arm:<16}{r['step_ms']:>10.1f}{fmt(r['step_vs_tied'], '.3f'):>9}{iqr:>14}{r['mfu']:>8.1%}"
+                  f"{fmt(r.get('peak_mb'), '.0f'):>13}{r['sample_tok_s']:>14.1f}{fmt(r['sample_vs_tied'], '.3f'):>9}")
+    if "dtype" in res:
+        print(f"\ndtype and head: training step (forward + backward + AdamW); dtype \"auto\" is {a.dtype} here "
+              f"({res['config']['dtype_why']})")
+        for name, c in res["dtype"].items():
+            print(f"{name}: {c['n_layer']} x {c['n_embd']}, {c['n_head']} heads, context {c['block_size']}, "
+                  f"batch {c['batch_size']}, V={c['vocab_size']}")
+            print(f"  {'arm':<6}{'variant':<19}{'ms':>9}{'vs (a)':>8}{'lev/tied':>10}{mem:>13}")
+            for r in c["variants"].values():
+                lt = fmt(r["lev_vs_tied"], ".3f") if r["arm"] == "lev" else ""
+                print(f"  {r['arm']:<6}{r['variant']:<19}{r['ms']:>9.1f}{r['vs_a']:>8.3f}{lt:>10}{fmt(r['peak_mb'], '.0f'):>13}")
+    if "quickstart_rss" in res:
+        print("\nthe quick-start command's peak RSS (ru_maxrss of it and its children, the largest, as /usr/bin/time)")
+        for flags, r in res["quickstart_rss"].items():
+            print(f"{fmt(r['peak_mb'], '.0f'):>6} MB  {flags}: python {r['command']}")
+    if "curves" in res:
+        print("\nbf16 vs float32: final validation loss, mean +- sd over seeds (chunked head)")
+        print(f"{'arm':<6}{'float32':>18}{'bfloat16':>18}{'bf16 - fp32':>13}{'2 sd':>8}{'within':>8}")
+        for arm, r in res["curves"].items():
+            f, b = r["float32"], r["bfloat16"]
+            print(f"{arm:<6}{f['mean']:>10.4f} +- {fmt(f['sd'], '.4f', '?'):<4}{b['mean']:>10.4f} +- "
+                  f"{fmt(b['sd'], '.4f', '?'):<4}{r['diff']:>+13.4f}{fmt(r['two_sd'], '.4f'):>8}{fmt(r['within'], '', '-'):>8}")
     la = res["load_average"]
     print(f"\nload average (1 min): {la['before']:.2f} before, {la['after']:.2f} after, on {os.cpu_count()} CPUs")
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except RuntimeError as e:                                # e.g. --device=cuda on a machine without one
+        sys.exit(f"error: {e}")

@@ -285,7 +285,7 @@ def test_compiled_lev_equals_eager(kernel):
 def test_bench_runs_end_to_end(tmp_path):
     import bench
     out = tmp_path / "bench.json"
-    res = bench.main(["--tiny", "--reps", "1", "--memory", "none", "--json", str(out)])
+    res = bench.main(["--tiny", "--reps", "1", "--memory", "none", "--sections", "lev,arms", "--json", str(out)])
     data = json.loads(out.read_text())
     assert data["lev"].keys() == res["lev"].keys() and "naive" in data["lev"]
     for r in data["lev"].values():
@@ -296,16 +296,76 @@ def test_bench_runs_end_to_end(tmp_path):
             assert r[key] > 0, key
     assert data["arms"]["tied"]["step_vs_tied"] == 1.0
     assert data["peak_flops"] > 0 and data["config"]["unique_ids"] > 0
+    import runtime
+    assert data["config"]["dtype"] == runtime.pick_dtype("auto", "cpu")[0]     # the bench's default dtype
+
+
+def test_bench_dtype_and_head_section(tmp_path, capsys):
+    import bench
+    res = bench.main(["--tiny", "--reps", "1", "--warmup", "0", "--memory", "none", "--sections", "dtype"])
+    assert "lev" not in res and "arms" not in res
+    assert list(res["dtype"]) == ["quick-start", "reference"]
+    for c in res["dtype"].values():
+        rows = c["variants"]
+        assert len(rows) == 8 and {(r["arm"], r["dtype"], r["head"]) for r in rows.values()} == {
+            (arm, dt, hd) for arm in ("tied", "lev") for dt, hd in bench.DTYPE_HEAD.values()}
+        for r in rows.values():
+            assert r["ms"] > 0 and r["vs_a"] > 0 and r["lev_vs_tied"] > 0
+        assert rows["tied (a) fp32+plain"]["vs_a"] == 1.0 and rows["tied (c) bf16+chunked"]["lev_vs_tied"] == \
+            rows["lev (c) bf16+chunked"]["lev_vs_tied"]
+    captured = capsys.readouterr()
+    assert "dtype and head" in captured.out and "round 1/1" in captured.err          # progress, on stderr
+
+
+@pytest.fixture(scope="module")
+def byte_docs(tmp_path_factory):
+    """Python's own docs with the byte tokenizer (V=257): a small real dataset for train.py runs."""
+    from data.prepare import main as prepare
+    out = str(tmp_path_factory.mktemp("data") / "docs_byte")
+    prepare(["default", "--tokenizer", "byte", "--out-dir", out])
+    return out
+
+
+def test_bench_quickstart_rss(byte_docs):
+    import bench
+    a = bench.parse_args(["--tiny", "--quickstart-iters", "1", "--dataset", byte_docs])
+    r = bench.quickstart_rss(a, ["--dtype=float32", "--head=plain"])
+    assert r["peak_mb"] > 50 and "train.py --emb=lev" in r["command"] and "--head=plain" in r["command"]
+
+
+def test_bench_curves(byte_docs, tmp_path):
+    import bench
+    out = tmp_path / "curves.json"
+    res = bench.main(["--tiny", "--curves", "--curve-iters", "2", "--curve-eval-interval", "1", "--seeds", "1",
+                      "--dataset", byte_docs, "--json", str(out)])["curves"]
+    assert json.loads(out.read_text())["curves"].keys() == res.keys() == {"tied", "lev"}
+    for r in res.values():
+        assert r["steps"] == [0, 1, 2]
+        for dt in ("float32", "bfloat16"):
+            assert len(r[dt]["final"]) == 1 and len(r[dt]["mean_curve"]) == 3 and math.isfinite(r[dt]["mean"])
+        assert r["diff"] == pytest.approx(r["bfloat16"]["mean"] - r["float32"]["mean"])
+        assert r["two_sd"] is None and r["within"] is None                # one seed: no seed sd to compare with
 
 
 def test_bench_memory_probe():
     import bench
-    a = bench.parse_args(["--tiny"])
-    assert bench.measure_memory(a, ["--tiny"], "train:tied") > 0
+    assert bench.measure_memory(["--tiny"], "train:tied") > 0
+    assert bench.measure_memory(["--tiny"], "dtype:quick-start:lev:(c) bf16+chunked") > 0
 
 
-def test_bench_bad_arm_is_a_clear_error(capsys):
+@pytest.mark.parametrize("argv, message", [(["--arms", "tied,nope"], "unknown arm"),
+                                           (["--sections", "lev,speed"], "unknown section"),
+                                           (["--compile=maybe"], "expected a boolean")])
+def test_bench_bad_flag_is_a_clear_error(capsys, argv, message):
     import bench
-    with pytest.raises(SystemExit):
-        bench.parse_args(["--arms", "tied,nope"])
-    assert "unknown arm" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        bench.parse_args(argv)
+    assert e.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_bench_cli_both_spellings_and_booleans():
+    import bench
+    a = bench.parse_args(["--tiny", "--compile=False", "--sample_tokens", "3", "--quickstart-iters", "0"])
+    b = bench.parse_args(["--tiny", "--compile", "False", "--sample-tokens=3", "--quickstart_iters=0"])
+    assert a == b and a.compile is False and a.sample_tokens == 3 and a.device == "cpu"
+    assert bench.parse_args(["--compile"]).compile is True
