@@ -45,9 +45,10 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 
 import runtime
+from timing import TINY_LEV, paired, paired_iqr, peak_flops, round_robin, say, sync, train_step, zipf_ids
 from cli import checked, parse
 from lev import LEV
-from model import EMB_CHOICES, GPT, GPTConfig
+from model import EMB_CHOICES, GPTConfig
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 LEV_PATHS = {  # name -> LEVConfig changes; "compiled" (with --compile) is torch.compile of the default
@@ -60,7 +61,6 @@ SECTIONS = ("lev", "arms", "dtype")
 DTYPE_HEAD = {"(a) fp32+plain": ("float32", "plain"), "(b) bf16+plain": ("bfloat16", "plain"),
               "(c) bf16+chunked": ("bfloat16", "chunked"), "(d) fp32+chunked": ("float32", "chunked")}
 TINY = dict(batch_size=2, block_size=32, n_layer=2, n_head=2, n_embd=32, vocab_size=1000)
-TINY_LEV = dict(lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
 
 
 @dataclass
@@ -133,14 +133,6 @@ def dtype_configs(a: BenchConfig) -> dict:
             "reference": (gpt_config(a), a.batch_size)}
 
 
-def zipf_ids(n: int, V: int, seed: int = 0) -> torch.Tensor:
-    """n ids (int64) with p(i) ~ 1/(rank(i) + 2.7) over a fixed random permutation of 0..V-1."""
-    g = torch.Generator().manual_seed(seed)
-    perm = torch.randperm(V, generator=g)
-    p = 1.0 / (torch.arange(V, dtype=torch.float64) + 2.7)
-    return perm[torch.multinomial(p, n, replacement=True, generator=g)]
-
-
 def batch_ids(a: BenchConfig, B: int, T: int, V: int):
     """((B, T+1) token ids, what they are): real GPT-2 tokens of data/default if asked/available, else Zipf ids."""
     path = os.path.join(ROOT, "data", "default")
@@ -156,55 +148,6 @@ def batch_ids(a: BenchConfig, B: int, T: int, V: int):
     if a.tokens == "data":
         sys.exit("--tokens data needs data/default with the same vocabulary: python data/prepare.py default")
     return zipf_ids(B * (T + 1), V).view(B, T + 1).to(a.device), "Zipf ids, p ~ 1/(rank + 2.7)"
-
-
-def say(msg: str):
-    """Progress, on stderr (the results go to stdout)."""
-    print(msg, file=sys.stderr, flush=True)
-
-
-def sync(device: str):
-    if device.startswith("cuda"):
-        torch.cuda.synchronize()
-
-
-def round_robin(fns: dict, reps: int, warmup: int, device: str, label: str) -> dict:
-    """Seconds of each fn per round, timed in turns (fn1, fn2, ..., fn1, fn2, ...) after `warmup` untimed rounds
-    (in turns too: a variant's first call after another variant's can be slow, e.g. a compiled model's)."""
-    for i in range(warmup):
-        for k, fn in fns.items():
-            say(f"{label}: {k}, warm-up {i + 1}/{warmup}")
-            fn()
-    times = {k: [] for k in fns}
-    for i in range(reps):
-        for k, fn in fns.items():
-            sync(device)
-            t0 = time.perf_counter()
-            fn()
-            sync(device)
-            times[k].append(time.perf_counter() - t0)
-            say(f"{label}: {k}, round {i + 1}/{reps}: {1e3 * times[k][-1]:.1f} ms")
-    return times
-
-
-def paired(times: dict, ref: str, k: str) -> float:
-    """Median over rounds of time[k] / time[ref] within the same round: robust to drifts of machine load."""
-    return statistics.median(t / r for t, r in zip(times[k], times[ref]))
-
-
-def paired_iqr(times: dict, ref: str, k: str) -> list:
-    """The quartiles (25%, 75%) of the per-round ratios time[k] / time[ref]: how far to trust paired()."""
-    ratios = [t / r for t, r in zip(times[k], times[ref])]
-    return [ratios[0]] * 2 if len(ratios) < 2 else statistics.quantiles(ratios, n=4)[::2]
-
-
-def peak_flops(device: str, dtype: str, tiny: bool = False) -> float:
-    """FLOP/s of a large square matmul in dtype on device: the denominator of MFU."""
-    n = 1024 if tiny else (4096 if device.startswith("cuda") else 2048)
-    x, y = (torch.randn(n, n, device=device, dtype=runtime.DTYPES[dtype]) for _ in range(2))
-    reps = 3 if tiny else 10
-    t = min(round_robin({"matmul": lambda: [x @ y for _ in range(reps)]}, 3, 1, device, "peak FLOP/s")["matmul"])
-    return 2 * n ** 3 * reps / t
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -224,22 +167,6 @@ def lev_path(a: BenchConfig, name: str, ids: torch.Tensor):
         for p in lev.parameters():
             p.grad = None
     return run
-
-
-def train_step(cfg: GPTConfig, x, y, device: str, dtype: str, compile: bool = False):
-    """Forward + backward + AdamW step of the whole model (cfg.emb, cfg.head) -> (run, model)."""
-    torch.manual_seed(0)
-    model = GPT(cfg).to(device)
-    opt = model.configure_optimizer(lr=1e-4, weight_decay=0.1, device_type=device.split(":")[0])
-    fwd = torch.compile(model, dynamic=False) if compile else model       # static shapes: one size per variant
-
-    def run():
-        with runtime.autocast(device, dtype):
-            _, loss = fwd(x, y)
-        loss.backward()
-        opt.step()
-        opt.zero_grad(set_to_none=True)
-    return run, model
 
 
 def sampler(a: BenchConfig, model, prompt):
@@ -453,9 +380,9 @@ def main(argv=None):
               f"r={lc.rank}\nbatch ids: {source}; {x.numel()} positions, {res['config']['unique_ids']} distinct ids")
         print(f"load average before: {load_before[0]:.2f} (1 min) on {os.cpu_count()} CPUs", flush=True)
         if load_before[0] + torch.get_num_threads() > os.cpu_count() + 0.5:
-            print(f"warning: busy machine, timings are noisy: with more threads than free cores every OpenMP region "
-                  f"waits for a preempted thread (seen on 2 cores: a tiny step 1.6 ms with 1 thread, 360 ms with 2); "
-                  f"use a quiet machine or --threads=1")
+            print("warning: busy machine, timings are noisy: with more threads than free cores every OpenMP region "
+                  "waits for a preempted thread (seen on 2 cores: a tiny step 1.6 ms with 1 thread, 360 ms with 2); "
+                  "use a quiet machine or --threads=1")
         if "lev" in a.listed("sections"):
             res["lev"] = section_lev(a, argv, x, warm)
         if "arms" in a.listed("sections"):

@@ -20,7 +20,7 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
                 model (4 layers x 256, V = 50257, 8 x 256 tokens, several blocks), within bf16 tolerance.
   bench         training-step timings (bf16 + compile) of tied and lev at the reference config (6 x 384, context
                 256, batch 8, V = 50257) and the pile-200m size (12 x 768, context 512, batch 16, V = 200019),
-                with peak memory (torch.cuda.max_memory_allocated) and MFU; bench.py's functions.
+                with peak memory (torch.cuda.max_memory_allocated) and MFU; timing.py's functions, as timing.py.
   pile_train    `train.py --preset=pile-200m` for tied and lev, 50 steps, --grad-accum 4, compile, bf16, on a
                 synthetic dataset written here (Zipf o200k ids, uint32 shards, meta.json as data/prepare.py
                 writes it, in a temporary data root as pile_o200k_base): loss goes down, tokens/s, MFU, eval loss.
@@ -50,7 +50,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import torch
 
-import bench
+import timing
 import head
 import runtime
 from cli import checked, parse
@@ -136,7 +136,7 @@ def check_lev_cuda(ctx: Ctx) -> dict:
     cfg = ctx.pick(LEVConfig(vocab_size=50257, n_embd=768, kernel="torch"),
                    LEVConfig(vocab_size=1000, n_embd=32, d_seed=8, heads=2, kappa=6, rank=4, kernel="torch"))
     B, T = ctx.pick((4, 256), (2, 32))
-    ids = bench.zipf_ids(B * T, cfg.vocab_size).view(B, T)
+    ids = timing.zipf_ids(B * T, cfg.vocab_size).view(B, T)
     torch.manual_seed(0)
     plain = LEV(replace(cfg, sparse_basis=False))                              # steps 4-6 as written
     state = plain.state_dict()
@@ -173,9 +173,9 @@ def check_table_fresh(ctx: Ctx) -> dict:
     logits with LEV recomputed (train mode, no_grad) and those of a fresh copy of the same weights."""
     cfg = ctx.pick(GPTConfig(vocab_size=50257, block_size=128, n_layer=2, n_head=4, n_embd=128, emb="lev"),
                    GPTConfig(vocab_size=1000, block_size=32, n_layer=1, n_head=2, n_embd=32, emb="lev",
-                             **bench.TINY_LEV))
+                             **timing.TINY_LEV))
     B, T = ctx.pick((8, 128), (2, 32))
-    ids = bench.zipf_ids(B * (T + 1), cfg.vocab_size).view(B, T + 1).to(ctx.device)
+    ids = timing.zipf_ids(B * (T + 1), cfg.vocab_size).view(B, T + 1).to(ctx.device)
     x, y = ids[:, :-1], ids[:, 1:]
     torch.manual_seed(0)
     model = GPT(cfg).to(ctx.device)
@@ -224,7 +224,7 @@ def check_head_bf16(ctx: Ctx) -> dict:
     cfg = ctx.pick(GPTConfig(vocab_size=50257, block_size=256, n_layer=4, n_head=4, n_embd=256, emb="tied"),
                    GPTConfig(vocab_size=1000, block_size=32, n_layer=1, n_head=2, n_embd=32, emb="tied"))
     B = ctx.pick(8, 4)
-    ids = bench.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
+    ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
     N = B * cfg.block_size
     saved, head.CHUNK_LOGITS = head.CHUNK_LOGITS, cfg.vocab_size * (N // 5)   # at least 5 blocks of positions
     try:
@@ -247,20 +247,20 @@ def check_head_bf16(ctx: Ctx) -> dict:
 
 
 def check_bench(ctx: Ctx) -> dict:
-    """bench.py's training step, bf16 + compile, tied and lev, at the reference and pile-200m sizes."""
+    """timing.py's training step, bf16 + compile, tied and lev, at the reference and pile-200m sizes."""
     import train
     dtype = ctx.pick("bfloat16", runtime.pick_dtype("auto", ctx.device)[0])
     configs = ctx.pick({"reference": (GPTConfig(vocab_size=50257, block_size=256, n_layer=6, n_head=6, n_embd=384), 8),
                         "pile-200m": (GPTConfig(vocab_size=O200K, block_size=512, n_layer=12, n_head=12, n_embd=768), 16)},
                        {"reference": (GPTConfig(vocab_size=1000, block_size=32, n_layer=1, n_head=2, n_embd=32,
-                                                **bench.TINY_LEV), 2),
+                                                **timing.TINY_LEV), 2),
                         "pile-200m": (GPTConfig(vocab_size=O200K, block_size=32, n_layer=1, n_head=2, n_embd=32,
-                                                **bench.TINY_LEV), 2)})
+                                                **timing.TINY_LEV), 2)})
     name = torch.cuda.get_device_name(ctx.device) if ctx.cuda else ""
-    peak = next((v for k, v in train.PEAK_FLOPS.items() if k in name), None) or bench.peak_flops(ctx.device, dtype, ctx.dry)
+    peak = next((v for k, v in train.PEAK_FLOPS.items() if k in name), None) or timing.peak_flops(ctx.device, dtype, ctx.dry)
     res = dict(dtype=dtype, compile=not ctx.dry, peak_flops=peak)
     for cname, (cfg, B) in configs.items():
-        ids = bench.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
+        ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
         x, y = ids[:, :-1], ids[:, 1:]
         fns, rows = {}, {}
         for arm in ("tied", "lev"):
@@ -269,17 +269,17 @@ def check_bench(ctx: Ctx) -> dict:
                 torch.cuda.reset_peak_memory_stats()
                 base = torch.cuda.memory_allocated()
             t0 = time.time()
-            fns[arm], model = bench.train_step(replace(cfg, emb=arm), x, y, ctx.device, dtype, compile=not ctx.dry)
+            fns[arm], model = timing.train_step(replace(cfg, emb=arm), x, y, ctx.device, dtype, compile=not ctx.dry)
             for _ in range(2):                                         # compilation, AdamW state: its peak memory
                 fns[arm]()
-            bench.sync(ctx.device)
+            timing.sync(ctx.device)
             rows[arm] = dict(warmup_s=round(time.time() - t0, 1), flops_per_token=model.flops_per_token(),
                              peak_mb=(torch.cuda.max_memory_allocated() - base) / 2 ** 20 if ctx.cuda else None)
-        t = bench.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, f"gpu_check bench, {cname}")
+        t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, f"gpu_check bench, {cname}")
         for arm, r in rows.items():
             step = float(np.median(t[arm]))
             r.update(step_ms=1e3 * step, tok_s=x.numel() / step, mfu=r["flops_per_token"] * x.numel() / step / peak)
-        rows["lev"]["vs_tied"] = bench.paired(t, "tied", "lev")
+        rows["lev"]["vs_tied"] = timing.paired(t, "tied", "lev")
         res[cname] = rows
         del fns, model
         gc.collect()
@@ -295,7 +295,7 @@ def synthetic_pile(root: str, n_train: int, n_val: int) -> str:
     from data.shards import write_shard
     path = os.path.join(root, dataset_dir_name("pile", "o200k_base"))
     os.makedirs(path)
-    ids = bench.zipf_ids(n_train + n_val, O200K, seed=1).numpy().astype(np.uint32)
+    ids = timing.zipf_ids(n_train + n_val, O200K, seed=1).numpy().astype(np.uint32)
     write_shard(os.path.join(path, "train_000000.bin"), ids[:n_train], O200K)
     write_shard(os.path.join(path, "val_000000.bin"), ids[n_train:], O200K)
     np.save(os.path.join(path, "train_counts.npy"), np.bincount(ids[:n_train], minlength=O200K).astype(np.int64))
@@ -315,7 +315,7 @@ def pile_flags(ctx: Ctx, data_root: str) -> list:
     if ctx.dry:
         return flags + ["--device=cpu", "--compile=False", "--dtype=auto", "--n-layer=1", "--n-head=2", "--n-embd=32",
                         "--block-size=32", "--batch-size=2", "--grad-accum=2", "--log-interval=2", "--lr=3e-2",
-                        "--warmup-iters=2", *(f"--{k.replace('_', '-')}={v}" for k, v in bench.TINY_LEV.items())]
+                        "--warmup-iters=2", *(f"--{k.replace('_', '-')}={v}" for k, v in timing.TINY_LEV.items())]
     return flags + [f"--device={ctx.device}", "--compile=True", "--dtype=bfloat16", "--grad-accum=4", "--log-interval=10",
                     "--warmup-iters=10"]
 
