@@ -437,7 +437,7 @@ def lev_arithmetic(cfg: GPTConfig) -> str:
     P = lev_num_params(lc)
     with torch.device("meta"):
         tied = GPT(replace(cfg, emb="tied")).param_breakdown()["total"]
-    n_cb, ln = (lc.k if lc.codebooks == "per_position" else 1), (2 * lc.d_seed if lc.seed_ln else 0)
+    n_cb, ln = lc.n_codebooks, (2 * lc.d_seed if lc.seed_ln else 0)
     return (f"P_LEV = n_codebooks*b*d_s + h*(d_in*d_s + LN + d_s*kappa*r + r*D)\n"
             f"      = {n_cb}*{lc.base}*{lc.d_seed} + {lc.heads}*({lc.seed_in}*{lc.d_seed} + {ln} + "
             f"{lc.d_seed}*{lc.kappa}*{lc.rank} + {lc.rank}*{D}) = {P:,}   (a V x D table: {cfg.vocab_size * D:,})\n"
