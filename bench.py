@@ -23,7 +23,8 @@ round (paired), which is what a shared machine allows. Progress goes to stderr, 
   dtype    tied and lev, training step with (a) float32 + plain head (what nanoGPT does on a CPU), (b) bf16
            + plain head, (c) bf16 + chunked head (head.py), (d) float32 + chunked head, at the quick-start size
            (train.py's "cpu" preset, batch 8) and the reference config; ratios to (a), lev/tied per variant;
-           and the peak RSS of `python train.py --emb=lev` with --dtype=float32 --head=plain vs the defaults.
+           and the peak RSS (VmHWM) of `python train.py --emb=lev` with --dtype=float32 --head=plain vs the
+           defaults, reported by the train.py process itself (a child's ru_maxrss would report this process's).
   memory   peak RSS (Linux VmHWM) of a fresh subprocess that builds the variant and runs it twice (train step:
            the whole process; LEV alone: the rise over the RSS before the first forward); CUDA:
            torch.cuda.max_memory_allocated. --memory none skips it.
@@ -246,21 +247,37 @@ def train_flags(a: BenchConfig) -> list:
     return ["--device", a.device, "--dataset", a.dataset, f"--compile={a.compile}", *(tiny if a.tiny else [])]
 
 
+# Runs a script as __main__ and, at exit, prints its own peak RSS. Not os.wait4's ru_maxrss: Linux carries the
+# high-water mark across fork and exec, so a child of a large process (this one) reports the parent's peak.
+PEAK_LAUNCHER = """import atexit, resource, runpy, sys
+def peak():
+    try:
+        kb = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
+    except (OSError, StopIteration):
+        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    print(f"@@peak_kb {kb} {kids}", file=sys.stderr, flush=True)
+atexit.register(peak)
+sys.argv = sys.argv[1:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
 def quickstart_rss(a: BenchConfig, extra: list) -> dict:
-    """Peak RSS (MiB) of `python train.py --emb=lev` as a user runs it, like /usr/bin/time: os.wait4's
-    ru_maxrss, the largest of the process and of its children (a C++ kernel build, data workers)."""
+    """Peak RSS (MiB) of `python train.py --emb=lev` as a user runs it: the process's own high-water mark
+    (VmHWM), and separately that of its largest child (a C++ kernel build, data workers), if any."""
     from data.loader import open_dataset
     open_dataset(a.dataset, "", say)                         # prepared first: its memory is not the run's
     cmd = ["train.py", "--emb=lev", f"--max-iters={a.quickstart_iters}", "--sample-tokens=20", *train_flags(a), *extra]
     say(f"memory: python {' '.join(cmd)}")
-    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryFile("w+") as log:
-        p = subprocess.Popen([sys.executable, *cmd, "--out-dir", tmp], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT)
-        _, status, usage = os.wait4(p.pid, 0)                 # this child's rusage (its own children included)
-        p.returncode = os.waitstatus_to_exitcode(status)
-        log.seek(0)
-        if p.returncode != 0:
-            say(f"(the quick-start command failed, exit code {p.returncode}:\n{log.read()[-2000:]})")
-    return dict(command=" ".join(cmd), peak_mb=usage.ru_maxrss / 1024 if p.returncode == 0 else None)
+    with tempfile.TemporaryDirectory() as tmp:
+        p = subprocess.run([sys.executable, "-c", PEAK_LAUNCHER, *cmd, "--out-dir", tmp], cwd=ROOT,
+                           capture_output=True, text=True)
+    lines = [line.split() for line in p.stderr.splitlines() if line.startswith("@@peak_kb ")]
+    if p.returncode != 0 or not lines:
+        say(f"(the quick-start command failed, exit code {p.returncode}:\n{(p.stdout + p.stderr)[-2000:]})")
+        return dict(command=" ".join(cmd), peak_mb=None, children_peak_mb=None)
+    return dict(command=" ".join(cmd), peak_mb=int(lines[-1][1]) / 1024, children_peak_mb=int(lines[-1][2]) / 1024)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -432,9 +449,9 @@ def print_tables(res, a):
                 lt = fmt(r["lev_vs_tied"], ".3f") if r["arm"] == "lev" else ""
                 print(f"  {r['arm']:<6}{r['variant']:<19}{r['ms']:>9.1f}{r['vs_a']:>8.3f}{lt:>10}{fmt(r['peak_mb'], '.0f'):>13}")
     if "quickstart_rss" in res:
-        print("\nthe quick-start command's peak RSS (ru_maxrss of it and its children, the largest, as /usr/bin/time)")
+        print("\nthe quick-start command's peak RSS (VmHWM of the train.py process; its largest child in brackets)")
         for flags, r in res["quickstart_rss"].items():
-            print(f"{fmt(r['peak_mb'], '.0f'):>6} MB  {flags}: python {r['command']}")
+            print(f"{fmt(r['peak_mb'], '.0f'):>6} MB ({fmt(r['children_peak_mb'], '.0f')} MB)  {flags}: python {r['command']}")
     if "curves" in res:
         print("\nbf16 vs float32: final validation loss, mean +- sd over seeds (chunked head)")
         print(f"{'arm':<6}{'float32':>18}{'bfloat16':>18}{'bf16 - fp32':>13}{'2 sd':>8}{'within':>8}")
