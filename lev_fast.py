@@ -8,7 +8,7 @@ measures them.
                            torch.compile sees opaque calls;
                    "torch" chunks of ids in PyTorch (any device, the GPU path): memory bounded by
                            CHUNK_ELEMENTS per chunk plus u (N, h, d_s), however many distinct ids N a batch has
-  unique           each distinct id of a batch once (kept out of torch.compile graphs)
+  unique           each distinct id of a batch once, padded so that shapes repeat (kept out of torch.compile)
   check_ids        ids outside [0, V) are an error, not silently aliased digits
   TableCache       rows of the V x D table G(0..V-1), computed once for evaluation and sampling, forgotten
                    whenever the weights may have changed
@@ -44,10 +44,19 @@ def check_ids(ids: torch.Tensor, V: int, who: str):
                          f"tokenizer than the model's (vocab_size {V}); prepare the data with the model's tokenizer.")
 
 
+PAD_IDS = 64   # the distinct ids of a batch are padded to a multiple of this many (see unique)
+
+
 @torch.compiler.disable
 def unique(ids: torch.Tensor):
-    """torch.unique with the inverse map, kept out of torch.compile graphs (its output size depends on the data)."""
-    return torch.unique(ids, return_inverse=True)
+    """(uniq, inverse): the distinct ids (U,) padded with copies of the first one to a multiple of PAD_IDS, and
+    ids' positions in them (ids == uniq[inverse]). Padding makes the shapes of LEV's matmuls repeat from step to
+    step: oneDNN (and torch.compile) keep one kernel per shape, and with a new U every step those caches grew by
+    250 MB and a step slowed by 30% over the first 60 steps of the quick start (measured). The padded rows are
+    never gathered, so they get no gradient. Kept out of torch.compile graphs (U depends on the data)."""
+    uniq, inverse = torch.unique(ids, return_inverse=True)
+    pad = -uniq.numel() % PAD_IDS
+    return (torch.cat([uniq, uniq[:1].expand(pad)]) if pad and uniq.numel() else uniq), inverse
 
 
 # ----------------------------------------------------------------------------------------------------

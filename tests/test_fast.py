@@ -372,3 +372,13 @@ def test_bench_cli_both_spellings_and_booleans():
     b = bench.parse_args(["--tiny", "--compile", "False", "--sample-tokens=3", "--quickstart_iters=0"])
     assert a == b and a.compile is False and a.sample_tokens == 3 and a.device == "cpu"
     assert bench.parse_args(["--compile"]).compile is True
+
+
+def test_distinct_ids_are_padded_so_shapes_repeat():
+    ids = torch.tensor([[5, 3, 5, 9], [3, 3, 70, 5]])
+    uniq, inverse = lev_fast.unique(ids)
+    assert uniq.numel() % lev_fast.PAD_IDS == 0 and set(uniq.tolist()) == {3, 5, 9, 70}
+    assert torch.equal(uniq[inverse], ids)
+    sizes = {lev_fast.unique(torch.randint(0, 5000, (8, 128), generator=torch.Generator().manual_seed(s)))[0].numel()
+             for s in range(20)}
+    assert len(sizes) <= 3                                                  # a few shapes, not one per batch
