@@ -248,7 +248,6 @@ def check_head_bf16(ctx: Ctx) -> dict:
 
 def check_bench(ctx: Ctx) -> dict:
     """timing.py's training step, bf16 + compile, tied and lev, at the reference and pile-200m sizes."""
-    import train
     dtype = ctx.pick("bfloat16", runtime.pick_dtype("auto", ctx.device)[0])
     configs = ctx.pick({"reference": (GPTConfig(vocab_size=50257, block_size=256, n_layer=6, n_head=6, n_embd=384), 8),
                         "pile-200m": (GPTConfig(vocab_size=O200K, block_size=512, n_layer=12, n_head=12, n_embd=768), 16)},
@@ -256,8 +255,7 @@ def check_bench(ctx: Ctx) -> dict:
                                                 **timing.TINY_LEV), 2),
                         "pile-200m": (GPTConfig(vocab_size=O200K, block_size=32, n_layer=1, n_head=2, n_embd=32,
                                                 **timing.TINY_LEV), 2)})
-    name = torch.cuda.get_device_name(ctx.device) if ctx.cuda else ""
-    peak = next((v for k, v in train.PEAK_FLOPS.items() if k in name), None) or timing.peak_flops(ctx.device, dtype, ctx.dry)
+    peak = runtime.peak_flops(ctx.device) or timing.peak_flops(ctx.device, dtype, ctx.dry)
     res = dict(dtype=dtype, compile=not ctx.dry, peak_flops=peak)
     for cname, (cfg, B) in configs.items():
         ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)

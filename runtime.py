@@ -14,6 +14,7 @@ from contextlib import nullcontext
 import torch
 
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "4090": 165e12}  # dense bf16, per GPU
 
 
 def cpu_flags() -> str:
@@ -68,6 +69,12 @@ def autocast(device: str, dtype: str):
     if dtype == "float32":
         return nullcontext()
     return torch.autocast(device.split(":")[0], dtype=DTYPES[dtype])
+
+
+def peak_flops(device: str):
+    """The datasheet's dense bf16 FLOP/s of this GPU (for MFU), or None when unknown (CPUs included)."""
+    name = torch.cuda.get_device_name(device) if device.startswith("cuda") else ""
+    return next((v for k, v in PEAK_FLOPS.items() if k in name), None) if name else None
 
 
 def distributed():

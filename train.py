@@ -78,7 +78,6 @@ PRESETS = {
     "pile-400m": dict(PILE, n_layer=16, n_head=16, n_embd=1024, max_iters=30000),
     "pile-1b": dict(PILE, n_layer=16, n_head=16, n_embd=2048, max_iters=50000, lr=3e-4),
 }
-PEAK_FLOPS = {"H100": 989e12, "H200": 989e12, "A100": 312e12, "L4": 121e12, "4090": 165e12}  # dense bf16
 
 CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=checked(int, 1),
               eval_iters=checked(int, 1), log_interval=checked(int, 1), batch_size=checked(int, 1),
@@ -329,8 +328,7 @@ def train(run: Run) -> str:
     """Evaluate every eval_interval steps (and save), step, log; -> "done", "paused", "interrupted" or "nan"."""
     tc, stop = run.tc, StopFlag()
     window_start, window_time = run.step, 0.0
-    peak = next((v for k, v in PEAK_FLOPS.items() if k in (torch.cuda.get_device_name(run.device)
-                                                             if run.device.startswith("cuda") else "")), None)
+    peak = runtime.peak_flops(run.device)
     try:
         while True:
             if run.step % tc.eval_interval == 0 or run.step == tc.max_iters:
