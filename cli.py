@@ -67,18 +67,23 @@ _FIELD = re.compile(r"\s+(\w+)\s*:")
 
 
 def field_help(cls) -> dict:
-    """{field: its comment} read from the dataclass's source: the comment after the field, plus the
-    comment-only lines right below it (a long comment continued)."""
+    """{field: its comment} read from the dataclass's source: the comment after the field (or after the last
+    line of a default that spans several lines), plus the comment-only lines right below it."""
     try:
         lines = textwrap.dedent(inspect.getsource(cls)).splitlines()
     except (OSError, TypeError):                                   # no source (e.g. built in a REPL)
         return {}
-    names, out, current = {f.name for f in dataclasses.fields(cls)}, {}, None
+    names, out, current, depth = {f.name for f in dataclasses.fields(cls)}, {}, None, 0
     for line in lines:
         m = _FIELD.match(line)
-        if m and m.group(1) in names:
+        code = line.split("#")[0]
+        if depth > 0 and current:                                  # a default continued on this line
+            out[current] = (out[current] + " " + _comment(line)).strip()
+            depth += code.count("(") + code.count("[") + code.count("{") - code.count(")") - code.count("]") - code.count("}")
+        elif m and m.group(1) in names:
             current = m.group(1)
             out[current] = _comment(line)
+            depth = code.count("(") + code.count("[") + code.count("{") - code.count(")") - code.count("]") - code.count("}")
         elif line.strip().startswith("#") and current:
             out[current] = (out[current] + " " + line.strip()[1:].strip()).strip()
         elif line.strip():

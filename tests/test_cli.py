@@ -49,3 +49,36 @@ def test_bad_values_exit_2(capsys):
 def test_explicit_flags_tell_given_from_defaults():
     assert explicit_flags([Demo], ["--steps", "10", "--compile"]) == {"steps", "compile"}
     assert explicit_flags([Demo], []) == set()
+
+
+SCRIPTS = {  # script -> (module, its config dataclasses)
+    "train.py": ("train", ["TrainConfig"]), "sample.py": ("sample", ["SampleConfig"]),
+    "evaluate.py": ("evaluate", ["EvalConfig"]), "bench.py": ("bench", ["BenchConfig"]),
+    "export.py": ("export", ["ExportConfig"]), "gpu_check.py": ("gpu_check", ["CheckConfig"]),
+    "lev.py": ("lev", ["LEVConfig", "WalkthroughConfig"]), "model.py": ("model", ["GPTConfig"]),
+    "data/prepare.py": ("data.prepare", ["PrepareConfig"]), "data/loader.py": ("data.loader", ["ShowConfig"]),
+    "data/sources.py": ("data.sources", ["CountConfig"]),
+    "experiments/reproduce.py": ("experiments.reproduce", ["ReproduceConfig"]),
+}
+
+
+@pytest.mark.parametrize("script", list(SCRIPTS))
+def test_every_script_explains_every_flag(script):
+    """One convention for every script: a config dataclass whose every field has a comment, shown by --help."""
+    import importlib
+    import subprocess
+    import sys
+    from dataclasses import fields
+    from conftest import ROOT
+    module, classes = SCRIPTS[script]
+    mod = importlib.import_module(module)
+    argv = [sys.executable, "-m", module, "--help"] if "/" in script else [sys.executable, script, "--help"]
+    out = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    for cls in classes:
+        helps = field_help(getattr(mod, cls))
+        for f in fields(getattr(mod, cls)):
+            assert helps.get(f.name), f"{script}: field {f.name} of {cls} has no comment"
+            if not (cls == "LEVConfig" or (cls == "GPTConfig" and f.name == "emb")):   # LEVConfig: via model.py's lev_*
+                assert " ".join(helps[f.name].split())[:40] in text, f"{script} --help lacks {f.name}"

@@ -242,3 +242,10 @@ def test_baseline_choices_stay_matched_to_lev(rule, bias):
 def test_checkpoints_from_before_the_protocol_load_as_they_were_built():
     assert GPTConfig.saved({"emb": "lev"})["input_scale"] == "none"
     assert GPTConfig.saved({"emb": "lev", "input_scale": "norm"})["input_scale"] == "norm"
+
+
+@pytest.mark.parametrize("emb", ["lev", "factorized_mlp"])
+def test_ids_outside_the_vocabulary_are_an_error_not_aliased_digits(emb):
+    model = build(emb)
+    with pytest.raises(ValueError, match="outside"):
+        model(torch.tensor([[0, TINY.vocab_size]]))          # b^k > V: this id has digits, but is no token

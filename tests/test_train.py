@@ -196,3 +196,26 @@ def test_torchrun_two_processes_match_one(dataset, tmp_path):
     va = read_log(one, "eval")[-1]["val_loss"]
     vb = read_log(two, "eval")[-1]["val_loss"]
     assert va == pytest.approx(vb, rel=1e-4)
+
+
+def test_foreseeable_mistakes_are_sentences(tmp_path):
+    """A dataset that is not prepared names the command that prepares it; a CUDA preset on a machine without
+    CUDA says what to do; neither ends in a traceback."""
+    run_ = lambda *a: subprocess.run([sys.executable, "train.py", *a, "--out-dir", str(tmp_path / "o")], cwd=ROOT,
+                                     capture_output=True, text=True, timeout=300)
+    p = run_("--preset=pile-200m", "--device=cpu", "--data-root", str(tmp_path))
+    assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+    assert "python data/prepare.py pile" in p.stderr and "--tokenizer o200k_base" in p.stderr
+    if not torch.cuda.is_available():
+        p = run_("--preset=pile-200m")
+        assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
+        assert "no CUDA GPU" in p.stderr and "--device=cpu" in p.stderr
+
+
+def test_a_run_longer_than_its_data_says_how_many_epochs(dataset, tmp_path, capsys):
+    run(dataset, tmp_path, "--emb", "tied", "--max-iters", "2", "--eval-interval", "2", "--batch-size", "64")
+    out = capsys.readouterr().out
+    assert "epochs" not in out
+    run(dataset, tmp_path, "--emb", "tied", "--max-iters", "400", "--stop-at", "1", "--eval-interval", "400",
+        "--batch-size", "64")
+    assert "epochs (windows are drawn at random" in capsys.readouterr().out
