@@ -376,12 +376,14 @@ def main(argv=None):
     why = why if a.dtype == auto else "as requested"
     if a.threads:
         torch.set_num_threads(a.threads)
+    memory = runtime.keep_freed_memory() if a.device == "cpu" else ""   # as train.py does by default
     if a.probe:
         return probe(a, a.probe)
     load_before, cfg, lc = os.getloadavg(), gpt_config(a), gpt_config(a).lev_config()
     warm = a.warmup + (2 if a.compile else 0)
     print(f"device {a.device}, dtype {a.dtype} ({why}), torch {torch.__version__}, threads "
-          f"{torch.get_num_threads()}, compile {a.compile}, reps {a.reps} (median), warm-up {warm}")
+          f"{torch.get_num_threads()}, compile {a.compile}, reps {a.reps} (median), warm-up {warm}"
+          f"{'; ' + memory if memory else ''}")
     res = dict(config=dict(asdict(a), dtype_why=why, warmup=warm, threads=torch.get_num_threads(),
                            torch=torch.__version__))
     if a.curves:

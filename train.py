@@ -58,6 +58,7 @@ class TrainConfig:
     device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
     dtype: str = "auto"           # auto: bfloat16 autocast where the GPU or CPU computes bf16 natively, else float32
     compile: bool = False         # torch.compile the model
+    keep_freed_memory: bool = True  # on a CPU (glibc): reuse freed memory, not fresh pages each step (runtime.py)
     resume: bool = False          # continue from out_dir/ckpt.pt (its config is the base; flags given now override)
     stop_at: int = 0              # save and stop after this many steps (0 = run to max_iters); for time-limited jobs
     sample_tokens: int = 120      # tokens sampled at the end of training (0 = none)
@@ -172,6 +173,7 @@ def setup(argv=None) -> Run:
         tc = pick(TrainConfig, args, out_dir=tc.out_dir)
     device = runtime.pick_device(tc.device, local_rank, why=f"the preset {tc.preset}" if "device" not in given else "")
     dtype, dtype_why = runtime.pick_dtype(tc.dtype, device)
+    memory = runtime.keep_freed_memory() if device == "cpu" and tc.keep_freed_memory else ""
     if world > 1:
         dist.init_process_group(backend="nccl" if device.startswith("cuda") else "gloo")
     if device.startswith("cuda"):
@@ -199,7 +201,7 @@ def setup(argv=None) -> Run:
         checkpoint.restore(run, ckpt)
     elif os.path.exists(run.ckpt_path):
         run.say(f"note: {run.ckpt_path} exists and will be overwritten (pass --resume to continue it)")
-    banner(run, dtype_why)
+    banner(run, dtype_why, memory)
     if run.master:
         os.makedirs(tc.out_dir, exist_ok=True)
         with open(os.path.join(tc.out_dir, "config.json"), "w") as f:
@@ -209,14 +211,15 @@ def setup(argv=None) -> Run:
     return run
 
 
-def banner(run: Run, dtype_why: str):
+def banner(run: Run, dtype_why: str, memory: str = ""):
     """What was decided, and why."""
     tc, mc, data, bd = run.tc, run.mc, run.data, run.raw_model.param_breakdown()
     gpu = torch.cuda.get_device_name(run.device) if run.device.startswith("cuda") else ""
     total = run.tokens_per_step * tc.max_iters
     run.say(f"preset {run.preset}: {PRESETS[run.preset]}")
     run.say(f"device {run.device}{' (' + gpu + ')' if gpu else ''}, {run.world} process(es); dtype {run.dtype} "
-            f"({dtype_why}; LEV's math stays float32); compile {'on' if tc.compile else 'off'}")
+            f"({dtype_why}; LEV's math stays float32); compile {'on' if tc.compile else 'off'}"
+            f"{'; ' + memory if memory else ''}")
     run.say(f"model: emb={mc.emb}, {mc.n_layer} layers, {mc.n_head} heads, width {mc.n_embd}, context {mc.block_size}, "
             f"V={mc.vocab_size}")
     run.say(f"parameters: input map {bd['input']:,} | output head {bd['output']:,}"

@@ -2,6 +2,7 @@
 import json
 import os
 import pickle
+import platform
 import signal
 import subprocess
 import sys
@@ -219,3 +220,41 @@ def test_a_run_longer_than_its_data_says_how_many_epochs(dataset, tmp_path, caps
     run(dataset, tmp_path, "--emb", "tied", "--max-iters", "400", "--stop-at", "1", "--eval-interval", "400",
         "--batch-size", "64")
     assert "epochs (windows are drawn at random" in capsys.readouterr().out
+
+
+
+FAULTS = """
+import resource, sys, torch
+sys.path.insert(0, {root!r})
+import head, runtime
+if {keep}:
+    print(runtime.keep_freed_memory())
+torch.manual_seed(0)
+x = torch.randn(1024, 128, requires_grad=True)                 # the quick start's output head, forward + backward
+W = (torch.randn(50257, 128) * 0.02).requires_grad_()
+y = torch.randint(50257, (1024,))
+for i in range(12):
+    if i == 4:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        loss = head.linear_cross_entropy(x, W, y)
+    loss.backward()
+    x.grad = W.grad = None
+print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux") or platform.libc_ver()[0] != "glibc", reason="glibc only")
+def test_keep_freed_memory_stops_the_page_faults_of_every_step():
+    """runtime.keep_freed_memory: once warm, the steps of the quick start's output head reuse their memory.
+    Default glibc returns freed blocks to the OS now and then, and the next step faults their pages in again
+    (measured: ~400k page faults in 8 steps, vs ~6k)."""
+    faults = {}
+    for keep in (False, True):
+        out = subprocess.run([sys.executable, "-c", FAULTS.format(root=ROOT, keep=keep)], capture_output=True,
+                             text=True, check=True).stdout.split("\n")
+        faults[keep] = int(out[-2])
+        if keep:
+            assert out[0] == "glibc keeps freed memory for reuse"
+    assert faults[False] > 100_000, faults                         # the default: fresh pages, step after step
+    assert faults[True] < faults[False] / 10, faults
