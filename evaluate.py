@@ -104,9 +104,10 @@ def parse_args(argv=None) -> EvalConfig:
 @torch.no_grad()
 def token_losses(model, xs, ys, batch_size=8, device="cpu", desc=None):
     """Per-token cross-entropy (nats) of fixed windows: xs, ys (W, T) int64 -> (W, T) float64.
-    desc: show a progress bar (windows done / total) under this name."""
+    desc: show a progress bar (windows done / total) under this name, on a terminal (not in logs or notebooks)."""
     out = []
-    with tqdm(total=len(xs), desc=desc, unit="window", disable=desc is None, mininterval=1.0) as bar:
+    with tqdm(total=len(xs), desc=desc, unit="window", disable=True if desc is None else None,  # None: on a terminal only
+              mininterval=1.0) as bar:
         for i in range(0, len(xs), batch_size):
             x, y = (torch.from_numpy(a[i:i + batch_size]).to(device) for a in (xs, ys))
             out.append(model(x, y, reduction="none")[1].double().cpu().numpy())  # (b, T)

@@ -151,7 +151,7 @@ def cpp_kernel(required: bool = True):
             root = os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()
             built = any(f == f"{name}.so" for _, _, files in os.walk(root) for f in files) if os.path.isdir(root) else False
             if not built:
-                print(f"LEV: compiling the C++ kernel lev_kernel.cpp (once per machine, about a minute on 2 cores; "
+                print(f"LEV: compiling the C++ kernel lev_kernel.cpp (once per machine, under a minute on 2 cores; "
                       f"cached under {root}) ...", file=sys.stderr, flush=True)
             # -fopenmp: at::parallel_for is an OpenMP pragma in a header (the process shares PyTorch's libgomp).
             # -ffast-math is a compile flag only: linked with it, gcc < 13 would set flush-to-zero process-wide.
