@@ -200,14 +200,15 @@ def setup(argv=None) -> Run:
     if ckpt is not None:
         checkpoint.restore(run, ckpt)
     elif os.path.exists(run.ckpt_path):
-        run.say(f"note: {run.ckpt_path} exists and will be overwritten (pass --resume to continue it)")
+        run.say(f"note: {run.ckpt_path} exists; this run starts over and overwrites it and its log.jsonl "
+                f"(pass --resume to continue it)")
     banner(run, dtype_why, memory)
     if run.master:
         os.makedirs(tc.out_dir, exist_ok=True)
         with open(os.path.join(tc.out_dir, "config.json"), "w") as f:
             json.dump(dict(train=asdict(tc), model=asdict(mc), tokenizer=run.tokenizer, dataset=data.path,
                            params=raw_model.param_breakdown(), world_size=world, device=device, dtype=dtype), f, indent=2)
-        run.log_file = open(os.path.join(tc.out_dir, "log.jsonl"), "a")
+        run.log_file = open(os.path.join(tc.out_dir, "log.jsonl"), "a" if ckpt is not None else "w")  # one run's events
     return run
 
 

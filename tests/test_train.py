@@ -53,6 +53,17 @@ def test_smoke_every_arm(dataset, tmp_path, emb):
     assert cfg["model"]["vocab_size"] == 257 and cfg["train"]["max_iters"] == 4
 
 
+def test_a_fresh_run_in_a_used_folder_starts_a_fresh_log(dataset, tmp_path, capsys):
+    """Without --resume a run starts over: its log.jsonl must not carry the previous run's events (they would
+    be drawn as one curve that jumps back to step 0). With --resume the log continues."""
+    run(dataset, tmp_path, "--emb", "tied", "--max-iters", "4", "--eval-interval", "2")
+    run(dataset, tmp_path, "--emb", "tied", "--max-iters", "4", "--eval-interval", "2")
+    assert "starts over" in capsys.readouterr().out
+    assert [e["step"] for e in read_log(tmp_path, "eval")] == [0, 2, 4]
+    run(dataset, tmp_path, "--emb", "tied", "--max-iters", "6", "--eval-interval", "2", "--resume")
+    assert [e["step"] for e in read_log(tmp_path, "eval")] == [0, 2, 4, 4, 6]
+
+
 def test_resume_is_exact(dataset, tmp_path):
     straight, split = tmp_path / "straight", tmp_path / "split"
     run(dataset, straight, "--emb", "lev", "--max-iters", "8", "--eval-interval", "4")
