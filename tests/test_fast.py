@@ -99,6 +99,21 @@ def test_spline_product_float32_and_many_dims(kernel):
         assert rel(gf, gt) < max(3 * rel(gp, gt), 1e-5), (rel(gf, gt), rel(gp, gt))
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+def test_spline_product_many_ids_odd_rank(kernel):
+    """More ids than the C++ backward's run of 256 (its step-4 runs restart at 257 and 513), a rank that is
+    no multiple of a vector's width, d_s > group, u on knots and ends among random values; float64."""
+    torch.manual_seed(3)
+    N, h, d_s, kappa, r = 600, 3, 7, 9, 21
+    u = torch.rand(N, h, d_s, dtype=torch.float64)
+    hard = hard_u(kappa)
+    u.view(-1)[torch.randperm(u.numel())[: hard.numel()]] = hard      # knots, ends, half-way points
+    u.requires_grad_()
+    S = (1 + 0.3 * torch.randn(h, d_s, kappa, r, dtype=torch.float64)).requires_grad_()
+    out = spline_product(u, S, True, 1e-9, kernel)
+    assert_same_function(out, plain(u, S), [u, S], tol=(1e-10, 1e-12), grad_tol=(1e-9, 1e-10))
+
+
 def test_log_group_cannot_underflow():
     for dtype in (torch.float32, torch.float64):
         for eps in (1e-9, 1e-6, 1e-12, 1e-30):
