@@ -118,7 +118,7 @@ static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* g
                             int64_t P, int64_t K, int64_t R, bool normalize, T eps) {
   constexpr int64_t BLOCK = 256;                               // ids per run of step 4
   at::parallel_for(0, H * P, 1, [=](int64_t begin, int64_t end) {
-    std::vector<T> scratch(R);                                 // dL/dS of a knot of weight 0 (discarded)
+    std::vector<T> scratch(3 * R);                             // dL/dS of knots of weight 0 (discarded)
     Basis<T> b(BLOCK);
     for (int64_t lp = begin; lp < end; ++lp) {                 // one (head, seed dimension)
       const int64_t l = lp / P;
@@ -132,11 +132,11 @@ static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* g
           const T w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i], dw0 = b.dw0[i], dw1 = b.dw1[i], dw2 = b.dw2[i];
           const T* __restrict__ S0 = rows + b.off0[i]; const T* __restrict__ S1 = rows + b.off1[i];
           const T* __restrict__ S2 = rows + b.off2[i];
-          // a knot of weight 0 (off the grid, its row clamped onto it) sends its zero gradient to scratch, so
-          // the rows written are always distinct
+          // a knot of weight 0 (off the grid, its row clamped onto it) sends its zero gradient to a row of
+          // scratch of its own, so the three rows written are always distinct
           T* __restrict__ G0 = w0 != 0 ? grows + b.off0[i] : scratch.data();
-          T* __restrict__ G1 = w1 != 0 ? grows + b.off1[i] : scratch.data();
-          T* __restrict__ G2 = w2 != 0 ? grows + b.off2[i] : scratch.data();
+          T* __restrict__ G1 = w1 != 0 ? grows + b.off1[i] : scratch.data() + R;
+          T* __restrict__ G2 = w2 != 0 ? grows + b.off2[i] : scratch.data() + 2 * R;
           const T* __restrict__ gmr = gm + (l * N + n0 + i) * R;
           T du = 0;                                            // sum_m q_m dphi_m/dx, dphi/dx = sum_j dw_j S_j
           #pragma omp simd reduction(+:du)
