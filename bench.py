@@ -53,7 +53,7 @@ from model import EMB_CHOICES, GPTConfig
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 LEV_PATHS = {  # name -> LEVConfig changes; "compiled" (with --compile) is torch.compile of the default
-    "naive": dict(dedup=False, sparse_basis=False),
+    "naive": dict(dedup=False, sparse_basis=False, project_seed=False),
     "dedup_dense": dict(dedup=True, sparse_basis=False),
     "dedup_fused_torch": dict(dedup=True, sparse_basis=True, kernel="torch"),
     "dedup_fused_cpp": dict(dedup=True, sparse_basis=True, kernel="cpp"),

@@ -43,6 +43,7 @@ class LEVConfig:
     sparse_basis: bool = True     # fast path: steps 4-6 fused on the <= 3 non-zero basis weights (False: as written)
     kernel: str = "auto"          # fast path's code: "cpp" (CPU), "torch" (any device), "auto" (cpp on CPU if built)
     dedup: bool = True            # fast path: evaluate each distinct id of a batch once, then gather
+    project_seed: bool = True     # fast path: W_l applied to each codebook row once, W_l z = sum_j (C_j W_l^T)[c_j]
     eps: float = 1e-9             # the epsilon in log(|phi| + eps) of the separable product
     init_std: float = 0.02        # our choice: std of codebooks and W_l (W_out_l: init_std / sqrt(h))
     delta_std: float = 0.1        # our choice: S = 1 + Delta, Delta ~ N(0, delta_std^2)
@@ -118,9 +119,14 @@ def seed(c: torch.Tensor, codebooks: torch.Tensor, combine: str = "sum") -> torc
     return rows.sum(-2) if combine == "sum" else rows.flatten(-2)      # (N, d_s) or (N, k*d_s)
 
 
+def id_digits(ids: torch.Tensor, cfg: LEVConfig, perm=None) -> torch.Tensor:
+    """Steps 0-1 together: ids (N) -> c (N, k), the digits of pi(i) (the shuffle control) or of i."""
+    return digits(perm[ids] if perm is not None else ids, cfg.k, cfg.base)
+
+
 def digit_seed(ids: torch.Tensor, codebooks: torch.Tensor, cfg: LEVConfig, perm=None) -> torch.Tensor:
     """Steps 0-2 together (LEV and the factorized_mlp ablation share them): ids (N) -> z (N, d_in)."""
-    return seed(digits(perm[ids] if perm is not None else ids, cfg.k, cfg.base), codebooks, cfg.seed_combine)
+    return seed(id_digits(ids, cfg, perm), codebooks, cfg.seed_combine)
 
 
 def unit_cube(z: torch.Tensor, W: torch.Tensor, ln_weight, ln_bias, temperature: float) -> torch.Tensor:
@@ -130,6 +136,11 @@ def unit_cube(z: torch.Tensor, W: torch.Tensor, ln_weight, ln_bias, temperature:
     -> u (N, h, d_s), every entry in (0, 1). The default temperature is 2 (the "/2").
     """
     x = torch.einsum("...i,hsi->...hs", z, W)                                # (N, h, d_s)  W_l z for every head
+    return squash(x, ln_weight, ln_bias, temperature)
+
+
+def squash(x: torch.Tensor, ln_weight, ln_bias, temperature: float) -> torch.Tensor:
+    """Step 3 after the matmul: x = W_l z (N, h, d_s) -> u = sigmoid( LN_l(x) / temperature ) (N, h, d_s)."""
     if ln_weight is not None:
         x = F.layer_norm(x, x.shape[-1:]) * ln_weight + ln_bias             # (N, h, d_s)  LN_l, per-head affine
     return torch.sigmoid(x / temperature)                                    # (N, h, d_s)
@@ -214,10 +225,13 @@ class LEV(nn.Module):
 
     def coordinates(self, ids: torch.Tensor) -> torch.Tensor:
         """Steps 0-3: ids (N) -> u (N, h, d_s) in the unit cube, float32."""
-        p = self.float32_params()
+        cfg, p, perm = self.cfg, self.float32_params(), getattr(self, "perm", None)
+        ln = (p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            z = digit_seed(ids, p["codebooks"], self.cfg, getattr(self, "perm", None))  # (N, d_in)
-            return unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), self.cfg.temperature)
+            if cfg.project_seed:                                                   # W_l z without forming z
+                x = lev_fast.projected_seed(id_digits(ids, cfg, perm), p["codebooks"], p["W"], cfg.seed_combine)
+                return squash(x, *ln)                                              # (N, h, d_s)
+            return unit_cube(digit_seed(ids, p["codebooks"], cfg, perm), p["W"], *ln)  # steps 2, 3 as written
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
         """Steps 0-7 for every entry of ids (N) -> e (N, D) float32, no deduplication."""

@@ -8,6 +8,7 @@ measures them.
                            torch.compile sees opaque calls;
                    "torch" chunks of ids in PyTorch (any device, the GPU path): memory bounded by
                            CHUNK_ELEMENTS per chunk plus u (N, h, d_s), however many distinct ids N a batch has
+  projected_seed   steps 2-3's matmul on the k b codebook rows instead of on each id's seed z
   unique           each distinct id of a batch once, padded so that shapes repeat (kept out of torch.compile)
   check_ids        ids outside [0, V) are an error, not silently aliased digits
   TableCache       rows of the V x D table G(0..V-1), computed once for evaluation and sampling, forgotten
@@ -22,6 +23,7 @@ import warnings
 import zlib
 
 import torch
+import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import lev
@@ -57,6 +59,29 @@ def unique(ids: torch.Tensor):
     uniq, inverse = torch.unique(ids, return_inverse=True)
     pad = -uniq.numel() % PAD_IDS
     return (torch.cat([uniq, uniq[:1].expand(pad)]) if pad and uniq.numel() else uniq), inverse
+
+
+# ----------------------------------------------------------------------------------------------------
+# Steps 2-3: W_l z without forming z
+
+def projected_seed(c: torch.Tensor, codebooks: torch.Tensor, W: torch.Tensor, combine: str = "sum") -> torch.Tensor:
+    """W_l z for every head, as lev.unit_cube computes it from lev.seed's z, but with the matmul done on the
+    codebook rows: z is a sum of k rows C_j[c_j] (or their concatenation, on which column block j of W_l
+    acts), so W_l z = sum_j T_j[c_j] with T_j = C_j W_l^T (or C_j times W_l's block j, transposed). The k
+    tables (b, h d_s) cost k b d_s h d_s multiply-adds a batch instead of N d_in h d_s (6x fewer at the
+    quick start's 704 ids); each id then sums its k rows (one embedding_bag).
+    c (N, k) digits; codebooks (k or 1, b, d_s); W (h, d_s, d_in) -> x (N, h, d_s)."""
+    k, (n_cb, b, d_s), (h, _, d_in) = c.shape[-1], codebooks.shape, W.shape
+    Wt = W.reshape(h * d_s, d_in).t()                                                # (d_in, h d_s)
+    Wt = Wt.view(k, d_s, h * d_s) if combine == "concat" else Wt.expand(k, d_s, h * d_s)  # (k, d_s, h d_s)
+    tables = torch.bmm(codebooks[torch.arange(k, device=c.device) % n_cb], Wt)      # (k, b, h d_s)
+    rows = c + b * torch.arange(k, device=c.device)                                 # (N, k) rows of the stacked tables
+    flat = tables.reshape(k * b, h * d_s)
+    if c.device.type in ("cpu", "cuda"):
+        x = F.embedding_bag(rows, flat, mode="sum")                                 # (N, h d_s), one pass
+    else:                                                                           # (not every backend has it)
+        x = F.embedding(rows, flat).sum(-2)                                         # (N, h d_s)
+    return x.view(-1, h, d_s)
 
 
 # ----------------------------------------------------------------------------------------------------

@@ -60,6 +60,7 @@ class GPTConfig:
     lev_id_shuffle: int = LEVConfig.id_shuffle    # control: digits of a random permutation of the ids (seed; 0 = off)
     lev_sparse_basis: bool = LEVConfig.sparse_basis  # fast path: compact-support basis
     lev_dedup: bool = LEVConfig.dedup             # fast path: evaluate distinct ids once
+    lev_project_seed: bool = LEVConfig.project_seed  # fast path: W applied to the codebook rows, not to each z
     head: str = "chunked"         # the output head's loss: "chunked" (head.py: never holds the (B*T, V) logits)
                                   # or "plain" (full logits, then cross-entropy: the readable reference)
     # equal footing of the input maps (our choice; see the module docstring)
@@ -77,7 +78,7 @@ class GPTConfig:
     CHOICES = dict(emb=EMB_CHOICES, head=("chunked", "plain"), input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
                    emb_mlp_act=("gelu", "relu", "silu"))
     # Fields that choose how the same function is computed, not what it is: a resumed run may change them.
-    COMPUTE_ONLY = ("lev_sparse_basis", "lev_dedup", "head")
+    COMPUTE_ONLY = ("lev_sparse_basis", "lev_dedup", "lev_project_seed", "head")
     # What a checkpoint written before a field existed meant by it (how the model was built then).
     LEGACY = dict(input_scale="none")
 

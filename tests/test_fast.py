@@ -188,7 +188,7 @@ def test_cpp_kernel_leaves_denormals_alone():
 # Whole LEV: every combination of fast paths == the slow per-token reference (float64)
 
 PATHS = {
-    "plain": dict(dedup=False, sparse_basis=False),
+    "plain": dict(dedup=False, sparse_basis=False, project_seed=False),
     "dedup_dense": dict(dedup=True, sparse_basis=False),
     "fused_torch": dict(dedup=False, sparse_basis=True, kernel="torch"),
     "dedup_fused_torch": dict(dedup=True, sparse_basis=True, kernel="torch"),

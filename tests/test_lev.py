@@ -64,6 +64,8 @@ VARIANTS = [
     {},
     dict(sparse_basis=False),
     dict(dedup=False),
+    dict(project_seed=False),
+    dict(project_seed=False, seed_combine="concat"),
     dict(seed_ln=False, temperature=1.0),
     dict(basis_norm=False),
     dict(codebooks="shared"),
