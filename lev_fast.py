@@ -199,8 +199,9 @@ def cpp_kernel(required: bool = True):
 
 
 def log_group(eps: float, dtype: torch.dtype) -> int:
-    """How many factors |phi| + eps >= eps the C++ kernel multiplies before one log: eps^group must not
-    underflow (float32, eps = 1e-9: 4, products >= 1e-36; they overflow only if four |phi| all exceed 1e9)."""
+    """How many factors |phi| + eps >= eps the C++ kernel multiplies before it splits the product into exponent
+    and mantissa (or, where eps is 0 or subnormal, takes its log): eps^group must not underflow (float32, eps =
+    1e-9: 4, products >= 1e-36; they overflow only if four |phi| all exceed 1e9)."""
     if not 0 < eps < 1:
         return 1
     return max(1, min(16, int(math.log(torch.finfo(dtype).tiny) / math.log(eps))))

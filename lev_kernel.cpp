@@ -9,21 +9,27 @@
 // Step 5: phi_m = sum_j w_j S[g0-1+j, m] (S of this head and seed dimension).
 // Step 6: log|M|_{n,l,m} = sum_p log(|phi_{n,l,p,m}| + eps), sign = prod_p sign(phi); M = sign exp(log|M|).
 //
-// Neither phi (N, h, d_s, r) nor the basis is kept between forward and backward: the forward keeps r
-// accumulators per (id, head), the backward recomputes both. Sums of logs are taken as logs of products of
-// `group` factors sgn(phi) (|phi| + eps), |.| >= eps, which cannot underflow (lev_fast.py: log_group picks
-// `group` from eps and dtype); the sign is read off each group's product.
+// Neither phi (N, h, d_s, r) nor the basis is kept between forward and backward: the forward keeps r running
+// products per (id, head), the backward recomputes both. The product of `group` factors sgn(phi) (|phi| + eps),
+// |.| >= eps, cannot underflow (lev_fast.py: log_group picks `group` from eps and dtype); after each group the
+// product is split into its exponent (summed as an integer) and a mantissa in [1, 2), so one log per (id, head,
+// mode) gives log|M| (where eps is no normal number, each group's product goes into a log instead).
 // Backward, with gm = dL/dM * M and q_m = dL/dphi_m = gm_m sgn(phi_m) / (|phi_m| + eps) (the log form):
 //   dL/dS[g_j, m] += w_j q_m      dL/du = (kappa-1) sum_m q_m dphi_m/dx,   dphi_m/dx = sum_j (dw_j/dx) S[g_j, m]
 //
-// Speed (python bench.py measures it): step 4 runs for a whole run of u's in one vectorised loop (Basis); the
-// forward goes head by head, so a thread's head of S (d_s kappa r floats, 512 KB at the defaults) stays in its
-// cache; the backward runs in parallel over (head, seed dimension), each task owning its rows of dL/dS (no races).
+// Speed (python bench.py measures it): step 4 runs for a whole run of u's in one vectorised loop (Basis). The
+// forward takes a head and a block of 32 ids at a time, seed dimension by seed dimension, so the rows S(l, p)
+// in use (kappa r floats) stay in L1. The backward runs in parallel over (head, seed dimension), each task
+// owning its rows of dL/dS (no races); within a task the ids are sorted by their middle knot (a counting sort),
+// so that for a bucket of ids the three rows of S and the three sums for dL/dS stay in registers.
+
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 // Step 4 for a run of values u[0..n) at once (one vectorised loop): for each knot j = 0, 1, 2 (g0-1, g0, g0+1)
@@ -31,28 +37,29 @@
 // clamped row adds nothing to phi); with grad, also dw_j/dx.
 template <typename T>
 struct Basis {
-  std::vector<int32_t> off0, off1, off2;
+  std::vector<int32_t> off0, off1, off2, key;                  // key (with grad): g0 clamped to [-1, K], plus 1
   std::vector<T> w0, w1, w2, dw0, dw1, dw2;
 
-  explicit Basis(int64_t n) : off0(n), off1(n), off2(n), w0(n), w1(n), w2(n), dw0(n), dw1(n), dw2(n) {}
+  explicit Basis(int64_t n) : off0(n), off1(n), off2(n), key(n), w0(n), w1(n), w2(n), dw0(n), dw1(n), dw2(n) {}
 
-  void compute(const T* u, int64_t n, int64_t K, int64_t R, bool normalize, bool grad) {
+  void compute(const T* u, int64_t stride, int64_t n, int64_t K, int64_t R, bool normalize, bool grad) {
     const int32_t rr = static_cast<int32_t>(R);
     if (grad) {
-      if (normalize) run<true, true>(u, n, T(K - 1), rr); else run<true, false>(u, n, T(K - 1), rr);
+      if (normalize) run<true, true>(u, stride, n, T(K - 1), rr); else run<true, false>(u, stride, n, T(K - 1), rr);
     } else {
-      if (normalize) run<false, true>(u, n, T(K - 1), rr); else run<false, false>(u, n, T(K - 1), rr);
+      if (normalize) run<false, true>(u, stride, n, T(K - 1), rr); else run<false, false>(u, stride, n, T(K - 1), rr);
     }
   }
 
   template <bool GRAD, bool NORMALIZE>
-  void run(const T* __restrict__ u, int64_t n, const T last, const int32_t rr) {
+  void run(const T* __restrict__ u, const int64_t stride, int64_t n, const T last, const int32_t rr) {
     int32_t* __restrict__ o0 = off0.data(); int32_t* __restrict__ o1 = off1.data(); int32_t* __restrict__ o2 = off2.data();
+    int32_t* __restrict__ kk = key.data();
     T* __restrict__ v0 = w0.data(); T* __restrict__ v1 = w1.data(); T* __restrict__ v2 = w2.data();
     T* __restrict__ e0 = dw0.data(); T* __restrict__ e1 = dw1.data(); T* __restrict__ e2 = dw2.data();
     #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
-      const T x = u[i] * last;                                 // the knots are 0..last; g0 is kept as a T
+      const T x = u[i * stride] * last;                                 // the knots are 0..last; g0 is kept as a T
       const T g0 = std::floor(x + T(0.5));
       const T t = x - g0;
       const T in0 = g0 >= T(1) && g0 <= last + T(1) ? T(1) : T(0);   // 1 if knot g0-1 is on the grid
@@ -68,6 +75,7 @@ struct Basis {
         const T d0 = in0 * (t - T(0.5)), d1 = in1 * T(-2) * t, d2 = in2 * (T(0.5) + t);
         const T ds = NORMALIZE ? d0 + d1 + d2 : T(0);
         e0[i] = (d0 - a0 * ds) * inv; e1[i] = (d1 - a1 * ds) * inv; e2[i] = (d2 - a2 * ds) * inv;
+        kk[i] = static_cast<int32_t>(std::min(std::max(g0, T(-1)), last + T(1))) + 1;
       }
       o0[i] = static_cast<int32_t>(std::min(std::max(g0 - T(1), T(0)), last)) * rr;
       o1[i] = static_cast<int32_t>(std::min(std::max(g0, T(0)), last)) * rr;
@@ -76,79 +84,186 @@ struct Basis {
   }
 };
 
-template <typename T>
+// The bits of an IEEE float: a product x = 2^e m, m in [1, 2), has e + BIAS in its EXP bits above MANT bits of
+// mantissa. Where eps is not a normal number (0, say), a product could reach 0 or a subnormal, which has no
+// such split: the forward then takes each group's log instead (RENORM = false).
+template <typename T> struct FloatBits;
+template <> struct FloatBits<float> { using U = uint32_t; using I = int32_t; static constexpr int MANT = 23; static constexpr U EXP = 0xffu; };
+template <> struct FloatBits<double> { using U = uint64_t; using I = int64_t; static constexpr int MANT = 52; static constexpr U EXP = 0x7ffu; };
+
+template <typename T, bool RENORM>
 static void spline_fwd_impl(const T* u, const T* S, T* M, int64_t N, int64_t H, int64_t P, int64_t K,
                             int64_t R, bool normalize, T eps, int64_t group) {
-  at::parallel_for(0, H * N, 1, [=](int64_t begin, int64_t end) {
-    std::vector<T> buf(3 * R);
-    T* acc = buf.data(); T* prod = acc + R; T* sg = prod + R;
-    Basis<T> b(P);
-    for (int64_t ln = begin; ln < end; ++ln) {                 // one (head, id): head-major, so a task's
-      const int64_t l = ln / N, nl = (ln % N) * H + l;         // S_l (d_s kappa r floats) stays in cache
-      b.compute(u + nl * P, P, K, R, normalize, false);        // step 4 for every seed dimension p
-      for (int64_t m = 0; m < R; ++m) { acc[m] = 0; prod[m] = 1; sg[m] = 1; }
+  using U = typename FloatBits<T>::U; using I = typename FloatBits<T>::I;
+  constexpr int MANT = FloatBits<T>::MANT; constexpr U EXP = FloatBits<T>::EXP; constexpr I BIAS = I(EXP >> 1);
+  constexpr int64_t BLOCK = 32;                                // ids per task: their products fill ~16 KB
+  const T ln2 = T(0.693147180559945309417232121458);
+  const int64_t blocks = (N + BLOCK - 1) / BLOCK;
+  at::parallel_for(0, H * blocks, 1, [=](int64_t begin, int64_t end) {
+    std::vector<T> prod(BLOCK * R), acc(RENORM ? 0 : BLOCK * R), sg(RENORM ? 0 : BLOCK * R);
+    std::vector<I> ex(RENORM ? BLOCK * R : 0);
+    Basis<T> b(BLOCK);
+    for (int64_t task = begin; task < end; ++task) {           // one head, a block of ids, p by p: the rows of
+      const int64_t l = task / blocks, n0 = (task % blocks) * BLOCK, nb = std::min(BLOCK, N - n0);  // S(l, p)
+      const int64_t len = nb * R;                              // (kappa r floats) stay in L1 while used
+      std::fill(prod.begin(), prod.begin() + len, T(1));
+      if (RENORM) std::fill(ex.begin(), ex.begin() + len, I(0));
+      else { std::fill(acc.begin(), acc.begin() + len, T(0)); std::fill(sg.begin(), sg.begin() + len, T(1)); }
       for (int64_t p = 0; p < P; ++p) {
+        b.compute(u + (n0 * H + l) * P + p, H * P, nb, K, R, normalize, false);   // step 4 for the block's ids
         const T* rows = S + (l * P + p) * K * R;
-        const T* __restrict__ S0 = rows + b.off0[p]; const T* __restrict__ S1 = rows + b.off1[p];
-        const T* __restrict__ S2 = rows + b.off2[p];
-        const T w0 = b.w0[p], w1 = b.w1[p], w2 = b.w2[p];
-        #pragma omp simd
-        for (int64_t m = 0; m < R; ++m) {
-          const T phi = w0 * S0[m] + w1 * S1[m] + w2 * S2[m];   // step 5
-          prod[m] *= phi + std::copysign(eps, phi);            // step 6, sgn(phi) (|phi| + eps)
-        }
-        if ((p + 1) % group == 0 || p == P - 1) {               // |prod| >= eps^group: no underflow
+        for (int64_t i = 0; i < nb; ++i) {
+          const T* __restrict__ S0 = rows + b.off0[i]; const T* __restrict__ S1 = rows + b.off1[i];
+          const T* __restrict__ S2 = rows + b.off2[i];
+          const T w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i];
+          T* __restrict__ pr = prod.data() + i * R;
           #pragma omp simd
           for (int64_t m = 0; m < R; ++m) {
-            acc[m] += std::log(std::abs(prod[m]));
-            sg[m] = prod[m] < 0 ? -sg[m] : sg[m];
-            prod[m] = 1;
+            const T phi = w0 * S0[m] + w1 * S1[m] + w2 * S2[m];   // step 5
+            pr[m] *= phi + std::copysign(eps, phi);              // step 6, sgn(phi) (|phi| + eps)
+          }
+        }
+        if ((p + 1) % group == 0 || p == P - 1) {               // |prod| >= eps^group: no underflow
+          T* __restrict__ pr = prod.data();
+          if (RENORM) {
+            I* __restrict__ e = ex.data();
+            #pragma omp simd
+            for (int64_t m = 0; m < len; ++m) {                // prod = 2^k x, x in [1, 2): e += k, prod = x
+              U bits; T x = pr[m];
+              std::memcpy(&bits, &x, sizeof x);
+              e[m] += I((bits >> MANT) & EXP) - BIAS;
+              bits = (bits & ~(EXP << MANT)) | (U(BIAS) << MANT);
+              std::memcpy(&x, &bits, sizeof x);
+              pr[m] = x;
+            }
+          } else {
+            T* __restrict__ a = acc.data(); T* __restrict__ s = sg.data();
+            #pragma omp simd
+            for (int64_t m = 0; m < len; ++m) {
+              a[m] += std::log(std::abs(pr[m]));
+              s[m] = pr[m] < 0 ? -s[m] : s[m];
+              pr[m] = 1;
+            }
           }
         }
       }
-      #pragma omp simd
-      for (int64_t m = 0; m < R; ++m) M[nl * R + m] = sg[m] * std::exp(acc[m]);
+      for (int64_t i = 0; i < nb; ++i) {
+        T* __restrict__ out = M + ((n0 + i) * H + l) * R;
+        const T* __restrict__ pr = prod.data() + i * R;
+        if (RENORM) {                                          // log|M| = e ln 2 + log|prod|, sign of prod
+          const I* __restrict__ e = ex.data() + i * R;
+          #pragma omp simd
+          for (int64_t m = 0; m < R; ++m) out[m] = std::copysign(std::exp(T(e[m]) * ln2 + std::log(std::abs(pr[m]))), pr[m]);
+        } else {
+          const T* __restrict__ a = acc.data() + i * R; const T* __restrict__ s = sg.data() + i * R;
+          #pragma omp simd
+          for (int64_t m = 0; m < R; ++m) out[m] = s[m] * std::exp(a[m]);
+        }
+      }
     }
   });
+}
+
+// The backward of one bucket of ids (all with the same knots g0-1, g0, g0+1, so the same rows S0, S1, S2 of S
+// and rows G0, G1, G2 of dL/dS) on `len` <= NV L modes. The bucket's weights (ws: w0, w1, w2, dw0, dw1, dw2,
+// each `stride` apart), ids and slots of du are laid out one after the other (sorted by bucket); its sums for
+// dL/dS stay in registers (a0, a1, a2) over its ids, and each id adds its part of sum_m q_m dphi_m/dx to its
+// L slots of du. Written with GCC's vector extensions (GCC and Clang): with plain arrays, a0-a2 stayed in
+// memory. FULL: len == NV L.
+template <typename T, int NV, bool FULL>
+static inline void bwd_bucket(const int32_t* ids, const T* ws, int64_t stride, int64_t count, const T* S0,
+                              const T* S1, const T* S2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1,
+                              T* G2, T* du) {
+  typedef T V __attribute__((vector_size(64)));
+  constexpr int L = 64 / sizeof(T);                            // lanes of a vector
+  auto load = [len](const T* p, int k) {                       // modes kL .. kL+L-1 (0 past len)
+    V v;
+    if (FULL || (k + 1) * L <= len) { std::memcpy(&v, p + k * L, sizeof v); return v; }
+    for (int j = 0; j < L; ++j) v[j] = k * L + j < len ? p[k * L + j] : T(0);
+    return v;
+  };
+  V s0[NV], s1[NV], s2[NV], a0[NV], a1[NV], a2[NV];
+  const V zero = V{}, pe = zero + eps, ne = zero - eps;
+  #pragma GCC unroll 8
+  for (int k = 0; k < NV; ++k) { s0[k] = load(S0, k); s1[k] = load(S1, k); s2[k] = load(S2, k); a0[k] = a1[k] = a2[k] = zero; }
+  for (int64_t t = 0; t < count; ++t) {
+    const T w0 = ws[t], w1 = ws[t + stride], w2 = ws[t + 2 * stride];
+    const T dw0 = ws[t + 3 * stride], dw1 = ws[t + 4 * stride], dw2 = ws[t + 5 * stride];
+    const T* gmr = gm + int64_t(ids[t]) * R;
+    V dv = zero;
+    #pragma GCC unroll 8
+    for (int k = 0; k < NV; ++k) {
+      const V phi = w0 * s0[k] + w1 * s1[k] + w2 * s2[k];     // recomputed, never stored
+      const V r = T(1) / (phi + (phi < 0 ? ne : pe));          // sgn(phi) / (|phi| + eps) where phi != 0
+      const V q = phi != 0 ? load(gmr, k) * r : zero;          // dL/dphi
+      dv += q * (dw0 * s0[k] + dw1 * s1[k] + dw2 * s2[k]);
+      a0[k] += w0 * q; a1[k] += w1 * q; a2[k] += w2 * q;
+    }
+    V d;
+    std::memcpy(&d, du + t * L, sizeof d);
+    d += dv;
+    std::memcpy(du + t * L, &d, sizeof d);
+  }
+  for (int k = 0; k < NV; ++k)                                 // a knot off the grid gets nothing (G == nullptr)
+    for (int j = 0; j < L && k * L + j < len; ++j) {
+      if (G0) G0[k * L + j] += a0[k][j];
+      if (G1) G1[k * L + j] += a1[k][j];
+      if (G2) G2[k * L + j] += a2[k][j];
+    }
 }
 
 // u, grad_u here are (h, d_s, N) and gm is (h, N, r): each task reads and writes contiguous runs.
 template <typename T>
 static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* grad_S, int64_t N, int64_t H,
                             int64_t P, int64_t K, int64_t R, bool normalize, T eps) {
-  constexpr int64_t BLOCK = 256;                               // ids per run of step 4
+  constexpr int NV = 2, L = 64 / sizeof(T), W = NV * L;      // modes per pass: two 512-bit vectors
+  const int64_t NB = K + 2;                                    // buckets: g0 = -1 .. K (clamped)
   at::parallel_for(0, H * P, 1, [=](int64_t begin, int64_t end) {
-    std::vector<T> scratch(3 * R);                             // dL/dS of knots of weight 0 (discarded)
-    Basis<T> b(BLOCK);
+    Basis<T> b(N);
+    std::vector<int32_t> order(N), start(NB + 1), fill(NB);
+    std::vector<T> ws(6 * N), du(N * L);                       // weights and du slots in bucket order
     for (int64_t lp = begin; lp < end; ++lp) {                 // one (head, seed dimension)
       const int64_t l = lp / P;
       const T* rows = S + lp * K * R;
       T* grows = grad_S + lp * K * R;
       std::fill(grows, grows + K * R, T(0));                   // this task's rows of dL/dS
-      for (int64_t n0 = 0; n0 < N; n0 += BLOCK) {
-        const int64_t nb = std::min(BLOCK, N - n0);
-        b.compute(u + lp * N + n0, nb, K, R, normalize, true);
-        for (int64_t i = 0; i < nb; ++i) {
-          const T w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i], dw0 = b.dw0[i], dw1 = b.dw1[i], dw2 = b.dw2[i];
-          const T* __restrict__ S0 = rows + b.off0[i]; const T* __restrict__ S1 = rows + b.off1[i];
-          const T* __restrict__ S2 = rows + b.off2[i];
-          // a knot of weight 0 (off the grid, its row clamped onto it) sends its zero gradient to a row of
-          // scratch of its own, so the three rows written are always distinct
-          T* __restrict__ G0 = w0 != 0 ? grows + b.off0[i] : scratch.data();
-          T* __restrict__ G1 = w1 != 0 ? grows + b.off1[i] : scratch.data() + R;
-          T* __restrict__ G2 = w2 != 0 ? grows + b.off2[i] : scratch.data() + 2 * R;
-          const T* __restrict__ gmr = gm + (l * N + n0 + i) * R;
-          T du = 0;                                            // sum_m q_m dphi_m/dx, dphi/dx = sum_j dw_j S_j
-          #pragma omp simd reduction(+:du)
-          for (int64_t m = 0; m < R; ++m) {
-            const T phi = w0 * S0[m] + w1 * S1[m] + w2 * S2[m];   // recomputed, never stored
-            const T r = T(1) / (phi + std::copysign(eps, phi));   // sgn(phi) / (|phi| + eps) where phi != 0
-            const T q = phi != 0 ? gmr[m] * r : T(0);             // dL/dphi
-            du += q * (dw0 * S0[m] + dw1 * S1[m] + dw2 * S2[m]);
-            G0[m] += w0 * q; G1[m] += w1 * q; G2[m] += w2 * q;
-          }
-          grad_u[lp * N + n0 + i] = T(K - 1) * du;
+      std::fill(du.begin(), du.end(), T(0));
+      b.compute(u + lp * N, 1, N, K, R, normalize, true);
+      // Counting sort of the ids by their middle knot g0, so that each bucket's knots and rows are fixed.
+      std::fill(start.begin(), start.end(), 0);
+      for (int64_t i = 0; i < N; ++i) ++start[b.key[i] + 1];
+      for (int64_t k = 0; k < NB; ++k) start[k + 1] += start[k];
+      std::copy(start.begin(), start.end() - 1, fill.begin());
+      for (int64_t i = 0; i < N; ++i) {
+        const int32_t t = fill[b.key[i]]++;
+        order[t] = static_cast<int32_t>(i);
+        ws[t] = b.w0[i]; ws[t + N] = b.w1[i]; ws[t + 2 * N] = b.w2[i];
+        ws[t + 3 * N] = b.dw0[i]; ws[t + 4 * N] = b.dw1[i]; ws[t + 5 * N] = b.dw2[i];
+      }
+      const T* gml = gm + l * N * R;
+      for (int64_t k = 0; k < NB; ++k) {
+        const int64_t s = start[k], count = start[k + 1] - s;
+        if (!count) continue;
+        const int32_t first = order[s];
+        const int64_t g0 = k - 1;                              // the bucket's knots g0-1, g0, g0+1
+        const T* S0 = rows + b.off0[first]; const T* S1 = rows + b.off1[first]; const T* S2 = rows + b.off2[first];
+        T* G0 = g0 - 1 >= 0 && g0 - 1 < K ? grows + b.off0[first] : nullptr;
+        T* G1 = g0 >= 0 && g0 < K ? grows + b.off1[first] : nullptr;
+        T* G2 = g0 + 1 >= 0 && g0 + 1 < K ? grows + b.off2[first] : nullptr;
+        for (int64_t m0 = 0; m0 < R; m0 += W) {
+          T* g[3] = {G0 ? G0 + m0 : nullptr, G1 ? G1 + m0 : nullptr, G2 ? G2 + m0 : nullptr};
+          if (m0 + W <= R)
+            bwd_bucket<T, NV, true>(order.data() + s, ws.data() + s, N, count, S0 + m0, S1 + m0, S2 + m0, gml + m0,
+                                    R, W, eps, g[0], g[1], g[2], du.data() + s * L);
+          else
+            bwd_bucket<T, NV, false>(order.data() + s, ws.data() + s, N, count, S0 + m0, S1 + m0, S2 + m0, gml + m0,
+                                     R, R - m0, eps, g[0], g[1], g[2], du.data() + s * L);
         }
+      }
+      for (int64_t t = 0; t < N; ++t) {                        // dL/du = (kappa - 1) sum_m q_m dphi_m/dx
+        T sum = 0;
+        for (int64_t j = 0; j < L; ++j) sum += du[t * L + j];
+        grad_u[lp * N + order[t]] = T(K - 1) * sum;
       }
     }
   });
@@ -168,8 +283,14 @@ torch::Tensor spline_fwd(torch::Tensor u, torch::Tensor S, bool normalize, doubl
   const int64_t N = u.size(0), H = u.size(1), P = u.size(2), K = S.size(2), R = S.size(3);
   auto M = torch::empty({N, H, R}, S.options());
   AT_DISPATCH_FLOATING_TYPES(S.scalar_type(), "spline_fwd", [&] {
-    spline_fwd_impl<scalar_t>(u.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), M.data_ptr<scalar_t>(), N, H, P, K,
-                              R, normalize, static_cast<scalar_t>(eps), std::max<int64_t>(group, 1));
+    const auto e = static_cast<scalar_t>(eps);
+    const int64_t g = std::max<int64_t>(group, 1);
+    if (e >= std::numeric_limits<scalar_t>::min())            // a normal eps: every |factor| >= eps is normal
+      spline_fwd_impl<scalar_t, true>(u.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), M.data_ptr<scalar_t>(), N, H,
+                                      P, K, R, normalize, e, g);
+    else
+      spline_fwd_impl<scalar_t, false>(u.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), M.data_ptr<scalar_t>(), N, H,
+                                       P, K, R, normalize, e, g);
   });
   return M;
 }
@@ -181,7 +302,7 @@ std::vector<torch::Tensor> spline_bwd(torch::Tensor u, torch::Tensor S, torch::T
   TORCH_CHECK(grad_M.dim() == 3 && grad_M.sizes() == M.sizes(), "lev_kernel: grad_M and M must be (N, h, r)");
   const int64_t N = u.size(0), H = u.size(1), P = u.size(2), K = S.size(2), R = S.size(3);
   auto gm = (grad_M * M).permute({1, 0, 2}).contiguous();       // dL/dlog|M|, (h, N, r)
-  auto u_t = u.permute({1, 2, 0}).contiguous();                  // (h, d_s, N)
+  auto u_t = u.view({N, H * P}).t().contiguous();                // (h d_s, N): a 2-D transpose, 3x faster than a permute
   auto grad_u_t = torch::empty_like(u_t);
   auto grad_S = torch::empty_like(S);                            // zeroed row by row in spline_bwd_impl
   AT_DISPATCH_FLOATING_TYPES(S.scalar_type(), "spline_bwd", [&] {
@@ -189,7 +310,7 @@ std::vector<torch::Tensor> spline_bwd(torch::Tensor u, torch::Tensor S, torch::T
                               grad_u_t.data_ptr<scalar_t>(), grad_S.data_ptr<scalar_t>(), N, H, P, K, R, normalize,
                               static_cast<scalar_t>(eps));
   });
-  return {grad_u_t.permute({2, 0, 1}).contiguous(), grad_S};
+  return {grad_u_t.t().contiguous().view({N, H, P}), grad_S};
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {

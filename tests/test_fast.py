@@ -114,6 +114,20 @@ def test_spline_product_many_ids_odd_rank(kernel):
     assert_same_function(out, plain(u, S), [u, S], tol=(1e-10, 1e-12), grad_tol=(1e-9, 1e-10))
 
 
+@pytest.mark.parametrize("kernel", KERNELS)
+@pytest.mark.parametrize("eps", [0.0, 1e-320, 1e-3])
+def test_spline_product_any_eps(kernel, eps):
+    """eps = 0 and a subnormal eps (the C++ forward then takes a log per group of factors, not the mantissa
+    and exponent split) and a large eps; float64, many ids, S far from 1 (some phi < 0)."""
+    torch.manual_seed(4)
+    u = torch.rand(300, 2, 9, dtype=torch.float64, requires_grad=True)
+    S = (0.5 + 0.5 * torch.randn(2, 9, 6, 5, dtype=torch.float64)).requires_grad_()
+    ref = plain(u, S, True, eps)
+    assert (ref < 0).any()
+    out = spline_product(u, S, True, eps, kernel)
+    assert_same_function(out, ref, [u, S], tol=(1e-10, 1e-12), grad_tol=(1e-8, 1e-10))
+
+
 def test_log_group_cannot_underflow():
     for dtype in (torch.float32, torch.float64):
         for eps in (1e-9, 1e-6, 1e-12, 1e-30):
