@@ -19,9 +19,10 @@
 //
 // Speed (python bench.py measures it): step 4 runs for a whole run of u's in one vectorised loop (Basis). The
 // forward takes a head and a block of 32 ids at a time, seed dimension by seed dimension, so the rows S(l, p)
-// in use (kappa r floats) stay in L1. The backward runs in parallel over (head, seed dimension), each task
-// owning its rows of dL/dS (no races); within a task the ids are sorted by their middle knot (a counting sort),
-// so that for a bucket of ids the three rows of S and the three sums for dL/dS stay in registers.
+// in use (kappa r floats) stay in L1. The backward runs in parallel over (head, block of 64 bytes of seed
+// dimensions), each task owning its rows of dL/dS (no races) and reading u straight from its (N, h, d_s) layout
+// (one cache line per id and block); within a seed dimension the ids are sorted by their middle knot (a counting
+// sort), so that for a bucket of ids the three rows of S and the three sums for dL/dS stay in registers.
 
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
@@ -212,59 +213,70 @@ static inline void bwd_bucket(const int32_t* ids, const T* ws, int64_t stride, i
     }
 }
 
-// u, grad_u here are (h, d_s, N) and gm is (h, N, r): each task reads and writes contiguous runs.
+// u, grad_u (N, h, d_s); gm (h, N, r). A task is a head and a block of PB seed dimensions: it copies the block's
+// u into a (PB, N) buffer (each id's PB values are one cache line) and writes dL/du back the same way.
 template <typename T>
 static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* grad_S, int64_t N, int64_t H,
                             int64_t P, int64_t K, int64_t R, bool normalize, T eps) {
   constexpr int NV = 2, L = 64 / sizeof(T), W = NV * L;      // modes per pass: two 512-bit vectors
+  constexpr int64_t PB = 64 / sizeof(T);                      // seed dimensions per task
   const int64_t NB = K + 2;                                    // buckets: g0 = -1 .. K (clamped)
-  at::parallel_for(0, H * P, 1, [=](int64_t begin, int64_t end) {
+  const int64_t blocks = (P + PB - 1) / PB;
+  at::parallel_for(0, H * blocks, 1, [=](int64_t begin, int64_t end) {
     Basis<T> b(N);
     std::vector<int32_t> order(N), start(NB + 1), fill(NB);
     std::vector<T> ws(6 * N), du(N * L);                       // weights and du slots in bucket order
-    for (int64_t lp = begin; lp < end; ++lp) {                 // one (head, seed dimension)
-      const int64_t l = lp / P;
-      const T* rows = S + lp * K * R;
-      T* grows = grad_S + lp * K * R;
-      std::fill(grows, grows + K * R, T(0));                   // this task's rows of dL/dS
-      std::fill(du.begin(), du.end(), T(0));
-      b.compute(u + lp * N, 1, N, K, R, normalize, true);
-      // Counting sort of the ids by their middle knot g0, so that each bucket's knots and rows are fixed.
-      std::fill(start.begin(), start.end(), 0);
-      for (int64_t i = 0; i < N; ++i) ++start[b.key[i] + 1];
-      for (int64_t k = 0; k < NB; ++k) start[k + 1] += start[k];
-      std::copy(start.begin(), start.end() - 1, fill.begin());
-      for (int64_t i = 0; i < N; ++i) {
-        const int32_t t = fill[b.key[i]]++;
-        order[t] = static_cast<int32_t>(i);
-        ws[t] = b.w0[i]; ws[t + N] = b.w1[i]; ws[t + 2 * N] = b.w2[i];
-        ws[t + 3 * N] = b.dw0[i]; ws[t + 4 * N] = b.dw1[i]; ws[t + 5 * N] = b.dw2[i];
-      }
-      const T* gml = gm + l * N * R;
-      for (int64_t k = 0; k < NB; ++k) {
-        const int64_t s = start[k], count = start[k + 1] - s;
-        if (!count) continue;
-        const int32_t first = order[s];
-        const int64_t g0 = k - 1;                              // the bucket's knots g0-1, g0, g0+1
-        const T* S0 = rows + b.off0[first]; const T* S1 = rows + b.off1[first]; const T* S2 = rows + b.off2[first];
-        T* G0 = g0 - 1 >= 0 && g0 - 1 < K ? grows + b.off0[first] : nullptr;
-        T* G1 = g0 >= 0 && g0 < K ? grows + b.off1[first] : nullptr;
-        T* G2 = g0 + 1 >= 0 && g0 + 1 < K ? grows + b.off2[first] : nullptr;
-        for (int64_t m0 = 0; m0 < R; m0 += W) {
-          T* g[3] = {G0 ? G0 + m0 : nullptr, G1 ? G1 + m0 : nullptr, G2 ? G2 + m0 : nullptr};
-          if (m0 + W <= R)
-            bwd_bucket<T, NV, true>(order.data() + s, ws.data() + s, N, count, S0 + m0, S1 + m0, S2 + m0, gml + m0,
-                                    R, W, eps, g[0], g[1], g[2], du.data() + s * L);
-          else
-            bwd_bucket<T, NV, false>(order.data() + s, ws.data() + s, N, count, S0 + m0, S1 + m0, S2 + m0, gml + m0,
-                                     R, R - m0, eps, g[0], g[1], g[2], du.data() + s * L);
+    std::vector<T> ub(PB * N), gub(PB * N);                    // the block's u and dL/du, (PB, N)
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t l = task / blocks, p0 = (task % blocks) * PB, pn = std::min(PB, P - p0);
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t q = 0; q < pn; ++q) ub[q * N + i] = u[(i * H + l) * P + p0 + q];
+      for (int64_t q = 0; q < pn; ++q) {                       // one (head, seed dimension)
+        const int64_t lp = l * P + p0 + q;
+        const T* rows = S + lp * K * R;
+        T* grows = grad_S + lp * K * R;
+        std::fill(grows, grows + K * R, T(0));                   // this task's rows of dL/dS
+        std::fill(du.begin(), du.end(), T(0));
+        b.compute(ub.data() + q * N, 1, N, K, R, normalize, true);
+        // Counting sort of the ids by their middle knot g0, so that each bucket's knots and rows are fixed.
+        std::fill(start.begin(), start.end(), 0);
+        for (int64_t i = 0; i < N; ++i) ++start[b.key[i] + 1];
+        for (int64_t k = 0; k < NB; ++k) start[k + 1] += start[k];
+        std::copy(start.begin(), start.end() - 1, fill.begin());
+        for (int64_t i = 0; i < N; ++i) {
+          const int32_t t = fill[b.key[i]]++;
+          order[t] = static_cast<int32_t>(i);
+          ws[t] = b.w0[i]; ws[t + N] = b.w1[i]; ws[t + 2 * N] = b.w2[i];
+          ws[t + 3 * N] = b.dw0[i]; ws[t + 4 * N] = b.dw1[i]; ws[t + 5 * N] = b.dw2[i];
+        }
+        const T* gml = gm + l * N * R;
+        for (int64_t k = 0; k < NB; ++k) {
+          const int64_t s = start[k], count = start[k + 1] - s;
+          if (!count) continue;
+          const int32_t first = order[s];
+          const int64_t g0 = k - 1;                              // the bucket's knots g0-1, g0, g0+1
+          const T* S0 = rows + b.off0[first]; const T* S1 = rows + b.off1[first]; const T* S2 = rows + b.off2[first];
+          T* G0 = g0 - 1 >= 0 && g0 - 1 < K ? grows + b.off0[first] : nullptr;
+          T* G1 = g0 >= 0 && g0 < K ? grows + b.off1[first] : nullptr;
+          T* G2 = g0 + 1 >= 0 && g0 + 1 < K ? grows + b.off2[first] : nullptr;
+          for (int64_t m0 = 0; m0 < R; m0 += W) {
+            T* g[3] = {G0 ? G0 + m0 : nullptr, G1 ? G1 + m0 : nullptr, G2 ? G2 + m0 : nullptr};
+            if (m0 + W <= R)
+              bwd_bucket<T, NV, true>(order.data() + s, ws.data() + s, N, count, S0 + m0, S1 + m0, S2 + m0, gml + m0,
+                                      R, W, eps, g[0], g[1], g[2], du.data() + s * L);
+            else
+              bwd_bucket<T, NV, false>(order.data() + s, ws.data() + s, N, count, S0 + m0, S1 + m0, S2 + m0, gml + m0,
+                                       R, R - m0, eps, g[0], g[1], g[2], du.data() + s * L);
+          }
+        }
+        for (int64_t t = 0; t < N; ++t) {                        // dL/du = (kappa - 1) sum_m q_m dphi_m/dx
+          T sum = 0;
+          for (int64_t j = 0; j < L; ++j) sum += du[t * L + j];
+          gub[q * N + order[t]] = T(K - 1) * sum;
         }
       }
-      for (int64_t t = 0; t < N; ++t) {                        // dL/du = (kappa - 1) sum_m q_m dphi_m/dx
-        T sum = 0;
-        for (int64_t j = 0; j < L; ++j) sum += du[t * L + j];
-        grad_u[lp * N + order[t]] = T(K - 1) * sum;
-      }
+      for (int64_t i = 0; i < N; ++i)
+        for (int64_t q = 0; q < pn; ++q) grad_u[(i * H + l) * P + p0 + q] = gub[q * N + i];
     }
   });
 }
@@ -302,15 +314,14 @@ std::vector<torch::Tensor> spline_bwd(torch::Tensor u, torch::Tensor S, torch::T
   TORCH_CHECK(grad_M.dim() == 3 && grad_M.sizes() == M.sizes(), "lev_kernel: grad_M and M must be (N, h, r)");
   const int64_t N = u.size(0), H = u.size(1), P = u.size(2), K = S.size(2), R = S.size(3);
   auto gm = (grad_M * M).permute({1, 0, 2}).contiguous();       // dL/dlog|M|, (h, N, r)
-  auto u_t = u.view({N, H * P}).t().contiguous();                // (h d_s, N): a 2-D transpose, 3x faster than a permute
-  auto grad_u_t = torch::empty_like(u_t);
+  auto grad_u = torch::empty_like(u);
   auto grad_S = torch::empty_like(S);                            // zeroed row by row in spline_bwd_impl
   AT_DISPATCH_FLOATING_TYPES(S.scalar_type(), "spline_bwd", [&] {
-    spline_bwd_impl<scalar_t>(u_t.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), gm.data_ptr<scalar_t>(),
-                              grad_u_t.data_ptr<scalar_t>(), grad_S.data_ptr<scalar_t>(), N, H, P, K, R, normalize,
+    spline_bwd_impl<scalar_t>(u.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), gm.data_ptr<scalar_t>(),
+                              grad_u.data_ptr<scalar_t>(), grad_S.data_ptr<scalar_t>(), N, H, P, K, R, normalize,
                               static_cast<scalar_t>(eps));
   });
-  return {grad_u_t.t().contiguous().view({N, H, P}), grad_S};
+  return {grad_u, grad_S};
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
