@@ -20,9 +20,11 @@
 // Speed (python bench.py measures it): step 4 runs for a whole run of u's in one vectorised loop (Basis). The
 // forward takes a head and a block of 32 ids at a time, seed dimension by seed dimension, so the rows S(l, p)
 // in use (kappa r floats) stay in L1. The backward runs in parallel over (head, block of 64 bytes of seed
-// dimensions), each task owning its rows of dL/dS (no races) and reading u straight from its (N, h, d_s) layout
-// (one cache line per id and block); within a seed dimension the ids are sorted by their middle knot (a counting
-// sort), so that for a bucket of ids the three rows of S and the three sums for dL/dS stay in registers.
+// dimensions), each task owning its rows of dL/dS (no races) and copying its block of u into a (block, N)
+// buffer (one cache line per id and block); within a seed dimension the ids are sorted by their middle knot (a counting
+// sort), so that for a bucket of ids the three rows of S and the three sums for dL/dS stay in registers; inside
+// the grid (nearly every id) phi and dphi/dx are one quadratic in t per bucket (bwd_interior), and 1/(phi + eps)
+// is a reciprocal estimate refined by one Newton step (AVX-512) where the compiler would divide.
 
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
@@ -32,6 +34,9 @@
 #include <cstring>
 #include <limits>
 #include <vector>
+#if defined(__AVX512F__)
+#include <immintrin.h>
+#endif
 
 // Step 4 for a run of values u[0..n) at once (one vectorised loop): for each knot j = 0, 1, 2 (g0-1, g0, g0+1)
 // the offset g_j R of its row of S, clamped onto the grid, and its weight w_j, 0 for a knot off the grid (so a
@@ -39,9 +44,9 @@
 template <typename T>
 struct Basis {
   std::vector<int32_t> off0, off1, off2, key;                  // key (with grad): g0 clamped to [-1, K], plus 1
-  std::vector<T> w0, w1, w2, dw0, dw1, dw2;
+  std::vector<T> w0, w1, w2, dw0, dw1, dw2, tt;                // tt (with grad): t = x - g0
 
-  explicit Basis(int64_t n) : off0(n), off1(n), off2(n), key(n), w0(n), w1(n), w2(n), dw0(n), dw1(n), dw2(n) {}
+  explicit Basis(int64_t n) : off0(n), off1(n), off2(n), key(n), w0(n), w1(n), w2(n), dw0(n), dw1(n), dw2(n), tt(n) {}
 
   void compute(const T* u, int64_t stride, int64_t n, int64_t K, int64_t R, bool normalize, bool grad) {
     const int32_t rr = static_cast<int32_t>(R);
@@ -58,6 +63,7 @@ struct Basis {
     int32_t* __restrict__ kk = key.data();
     T* __restrict__ v0 = w0.data(); T* __restrict__ v1 = w1.data(); T* __restrict__ v2 = w2.data();
     T* __restrict__ e0 = dw0.data(); T* __restrict__ e1 = dw1.data(); T* __restrict__ e2 = dw2.data();
+    T* __restrict__ ts = tt.data();
     #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
       const T x = u[i * stride] * last;                                 // the knots are 0..last; g0 is kept as a T
@@ -77,6 +83,7 @@ struct Basis {
         const T ds = NORMALIZE ? d0 + d1 + d2 : T(0);
         e0[i] = (d0 - a0 * ds) * inv; e1[i] = (d1 - a1 * ds) * inv; e2[i] = (d2 - a2 * ds) * inv;
         kk[i] = static_cast<int32_t>(std::min(std::max(g0, T(-1)), last + T(1))) + 1;
+        ts[i] = t;
       }
       o0[i] = static_cast<int32_t>(std::min(std::max(g0 - T(1), T(0)), last)) * rr;
       o1[i] = static_cast<int32_t>(std::min(std::max(g0, T(0)), last)) * rr;
@@ -165,47 +172,105 @@ static void spline_fwd_impl(const T* u, const T* S, T* M, int64_t N, int64_t H, 
   });
 }
 
-// The backward of one bucket of ids (all with the same knots g0-1, g0, g0+1, so the same rows S0, S1, S2 of S
-// and rows G0, G1, G2 of dL/dS) on `len` <= NV L modes. The bucket's weights (ws: w0, w1, w2, dw0, dw1, dw2,
-// each `stride` apart), ids and slots of du are laid out one after the other (sorted by bucket); its sums for
-// dL/dS stay in registers (a0, a1, a2) over its ids, and each id adds its part of sum_m q_m dphi_m/dx to its
-// L slots of du. Written with GCC's vector extensions (GCC and Clang): with plain arrays, a0-a2 stayed in
-// memory. FULL: len == NV L.
-template <typename T, int NV, bool FULL>
-static inline void bwd_bucket(const int32_t* ids, const T* ws, int64_t stride, int64_t count, const T* S0,
-                              const T* S1, const T* S2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1,
-                              T* G2, T* du) {
-  typedef T V __attribute__((vector_size(64)));
-  constexpr int L = 64 / sizeof(T);                            // lanes of a vector
-  auto load = [len](const T* p, int k) {                       // modes kL .. kL+L-1 (0 past len)
+// The backward works on buckets of ids that share their middle knot g0 (so the same rows S0, S1, S2 of S and
+// rows G0, G1, G2 of dL/dS), on `len` <= NV L modes at a time; the bucket's ids come in `order` (indices into
+// the Basis and into gm) and each adds its part of sum_m q_m dphi_m/dx to its L slots of du (du is in bucket
+// order). The sums for dL/dS stay in registers (a0, a1, a2) over the bucket's ids. Written with GCC's vector
+// extensions (GCC and Clang): with plain arrays, a0-a2 stayed in memory. FULL: len == NV L.
+template <typename T> struct Vec {
+  typedef T V __attribute__((vector_size(64)));                // one 512-bit vector (two or four on narrower CPUs)
+  typedef typename FloatBits<T>::U VU __attribute__((vector_size(64)));
+  static constexpr int L = 64 / sizeof(T);                     // lanes
+  template <bool FULL>
+  static V load(const T* p, int k, int64_t len) {              // modes kL .. kL+L-1 (0 past len)
     V v;
     if (FULL || (k + 1) * L <= len) { std::memcpy(&v, p + k * L, sizeof v); return v; }
     for (int j = 0; j < L; ++j) v[j] = k * L + j < len ? p[k * L + j] : T(0);
     return v;
-  };
-  V s0[NV], s1[NV], s2[NV], a0[NV], a1[NV], a2[NV];
-  const V zero = V{}, pe = zero + eps, ne = zero - eps;
+  }
+  static V nudge(V phi, T eps) {                               // phi + copysign(eps, phi): sgn(phi) (|phi| + eps)
+    const VU sign = VU{} + (typename FloatBits<T>::U(1) << (8 * sizeof(T) - 1));
+    return phi + (V)(((VU)phi & sign) | (VU)(V{} + eps));
+  }
+  static V recip(V d) { return T(1) / d; }
+  static void add_to(T* p, V v) { V d; std::memcpy(&d, p, sizeof d); d += v; std::memcpy(p, &d, sizeof d); }
+};
+#if defined(__AVX512F__)
+template <> inline Vec<float>::V Vec<float>::recip(V d) {      // 1/d to ~1 ulp: rcp14, then one Newton step
+  const __m512 x = (__m512)d, r = _mm512_rcp14_ps(x);         // r + r (1 - x r)
+  return (V)_mm512_fmadd_ps(r, _mm512_fnmadd_ps(x, r, _mm512_set1_ps(1.0f)), r);
+}
+#endif
+
+// A bucket inside the grid (1 <= g0 <= kappa-2), nearly every id in practice: all three knots are live and the
+// weights are the plain quadratic B-spline of t (normalising changes nothing: they sum to 1), so
+//   phi_m(t) = A_m + t (B_m + t C_m),   dphi_m/dx = B_m + 2 t C_m,
+//   A = (S0 + S2)/8 + 3/4 S1,  B = (S2 - S0)/2,  C = (S0 + S2)/2 - S1,
+// (w0 = (1/2 - t)^2/2 = 1/8 - t/2 + t^2/2, w1 = 3/4 - t^2, w2 = 1/8 + t/2 + t^2/2): per mode two multiply-adds
+// for phi and one for dphi/dx, instead of three and three.
+template <typename T, int NV, bool FULL>
+static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t count, const T* S0, const T* S1,
+                                const T* S2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2,
+                                T* du) {
+  using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
+  V A[NV], B[NV], C[NV], a0[NV], a1[NV], a2[NV];
+  const V zero = V{};
   #pragma GCC unroll 8
-  for (int k = 0; k < NV; ++k) { s0[k] = load(S0, k); s1[k] = load(S1, k); s2[k] = load(S2, k); a0[k] = a1[k] = a2[k] = zero; }
+  for (int k = 0; k < NV; ++k) {
+    const V s0 = X::template load<FULL>(S0, k, len), s1 = X::template load<FULL>(S1, k, len);
+    const V s2 = X::template load<FULL>(S2, k, len);
+    A[k] = (s0 + s2) * T(0.125) + s1 * T(0.75); B[k] = (s2 - s0) * T(0.5); C[k] = (s0 + s2) * T(0.5) - s1;
+    a0[k] = a1[k] = a2[k] = zero;
+  }
   for (int64_t t = 0; t < count; ++t) {
-    const T w0 = ws[t], w1 = ws[t + stride], w2 = ws[t + 2 * stride];
-    const T dw0 = ws[t + 3 * stride], dw1 = ws[t + 4 * stride], dw2 = ws[t + 5 * stride];
-    const T* gmr = gm + int64_t(ids[t]) * R;
+    const int32_t i = order[t];
+    const T x = b.tt[i], x2 = x + x, w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i];
+    const T* gmr = gm + int64_t(i) * R;
     V dv = zero;
     #pragma GCC unroll 8
     for (int k = 0; k < NV; ++k) {
-      const V phi = w0 * s0[k] + w1 * s1[k] + w2 * s2[k];     // recomputed, never stored
-      const V r = T(1) / (phi + (phi < 0 ? ne : pe));          // sgn(phi) / (|phi| + eps) where phi != 0
-      const V q = phi != 0 ? load(gmr, k) * r : zero;          // dL/dphi
+      const V phi = (C[k] * x + B[k]) * x + A[k];              // recomputed, never stored
+      const V r = X::recip(X::nudge(phi, eps));                 // sgn(phi) / (|phi| + eps)
+      const V q = phi != 0 ? X::template load<FULL>(gmr, k, len) * r : zero;   // dL/dphi (0 where phi = 0)
+      dv += q * (C[k] * x2 + B[k]);
+      a0[k] += w0 * q; a1[k] += w1 * q; a2[k] += w2 * q;
+    }
+    X::add_to(du + t * L, dv);
+  }
+  for (int k = 0; k < NV; ++k)
+    for (int j = 0; j < L && k * L + j < len; ++j) {
+      G0[k * L + j] += a0[k][j]; G1[k * L + j] += a1[k][j]; G2[k * L + j] += a2[k][j];
+    }
+}
+
+// A bucket at an end of the grid (g0 = -1, 0, kappa-1 or kappa): some knots are off the grid (weight 0, G ==
+// nullptr) and, when normalising, the weights are k_j / sum_i k_i; the Basis' weights and their derivatives as
+// they are.
+template <typename T, int NV, bool FULL>
+static inline void bwd_edge(const int32_t* order, const Basis<T>& b, int64_t count, const T* S0, const T* S1,
+                            const T* S2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2, T* du) {
+  using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
+  V s0[NV], s1[NV], s2[NV], a0[NV], a1[NV], a2[NV];
+  const V zero = V{};
+  for (int k = 0; k < NV; ++k) {
+    s0[k] = X::template load<FULL>(S0, k, len); s1[k] = X::template load<FULL>(S1, k, len);
+    s2[k] = X::template load<FULL>(S2, k, len); a0[k] = a1[k] = a2[k] = zero;
+  }
+  for (int64_t t = 0; t < count; ++t) {
+    const int32_t i = order[t];
+    const T w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i], dw0 = b.dw0[i], dw1 = b.dw1[i], dw2 = b.dw2[i];
+    const T* gmr = gm + int64_t(i) * R;
+    V dv = zero;
+    for (int k = 0; k < NV; ++k) {
+      const V phi = w0 * s0[k] + w1 * s1[k] + w2 * s2[k];
+      const V r = X::recip(X::nudge(phi, eps));
+      const V q = phi != 0 ? X::template load<FULL>(gmr, k, len) * r : zero;
       dv += q * (dw0 * s0[k] + dw1 * s1[k] + dw2 * s2[k]);
       a0[k] += w0 * q; a1[k] += w1 * q; a2[k] += w2 * q;
     }
-    V d;
-    std::memcpy(&d, du + t * L, sizeof d);
-    d += dv;
-    std::memcpy(du + t * L, &d, sizeof d);
+    X::add_to(du + t * L, dv);
   }
-  for (int k = 0; k < NV; ++k)                                 // a knot off the grid gets nothing (G == nullptr)
+  for (int k = 0; k < NV; ++k)
     for (int j = 0; j < L && k * L + j < len; ++j) {
       if (G0) G0[k * L + j] += a0[k][j];
       if (G1) G1[k * L + j] += a1[k][j];
@@ -218,14 +283,14 @@ static inline void bwd_bucket(const int32_t* ids, const T* ws, int64_t stride, i
 template <typename T>
 static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* grad_S, int64_t N, int64_t H,
                             int64_t P, int64_t K, int64_t R, bool normalize, T eps) {
-  constexpr int NV = 2, L = 64 / sizeof(T), W = NV * L;      // modes per pass: two 512-bit vectors
+  constexpr int NV = 2, L = Vec<T>::L, W = NV * L;            // modes per pass: two 512-bit vectors
   constexpr int64_t PB = 64 / sizeof(T);                      // seed dimensions per task
   const int64_t NB = K + 2;                                    // buckets: g0 = -1 .. K (clamped)
   const int64_t blocks = (P + PB - 1) / PB;
   at::parallel_for(0, H * blocks, 1, [=](int64_t begin, int64_t end) {
     Basis<T> b(N);
     std::vector<int32_t> order(N), start(NB + 1), fill(NB);
-    std::vector<T> ws(6 * N), du(N * L);                       // weights and du slots in bucket order
+    std::vector<T> du(N * L);                                  // du slots in bucket order
     std::vector<T> ub(PB * N), gub(PB * N);                    // the block's u and dL/du, (PB, N)
     for (int64_t task = begin; task < end; ++task) {
       const int64_t l = task / blocks, p0 = (task % blocks) * PB, pn = std::min(PB, P - p0);
@@ -235,7 +300,7 @@ static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* g
         const int64_t lp = l * P + p0 + q;
         const T* rows = S + lp * K * R;
         T* grows = grad_S + lp * K * R;
-        std::fill(grows, grows + K * R, T(0));                   // this task's rows of dL/dS
+        std::fill(grows, grows + K * R, T(0));                 // this task's rows of dL/dS
         std::fill(du.begin(), du.end(), T(0));
         b.compute(ub.data() + q * N, 1, N, K, R, normalize, true);
         // Counting sort of the ids by their middle knot g0, so that each bucket's knots and rows are fixed.
@@ -243,33 +308,35 @@ static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* g
         for (int64_t i = 0; i < N; ++i) ++start[b.key[i] + 1];
         for (int64_t k = 0; k < NB; ++k) start[k + 1] += start[k];
         std::copy(start.begin(), start.end() - 1, fill.begin());
-        for (int64_t i = 0; i < N; ++i) {
-          const int32_t t = fill[b.key[i]]++;
-          order[t] = static_cast<int32_t>(i);
-          ws[t] = b.w0[i]; ws[t + N] = b.w1[i]; ws[t + 2 * N] = b.w2[i];
-          ws[t + 3 * N] = b.dw0[i]; ws[t + 4 * N] = b.dw1[i]; ws[t + 5 * N] = b.dw2[i];
-        }
+        for (int64_t i = 0; i < N; ++i) order[fill[b.key[i]]++] = static_cast<int32_t>(i);
         const T* gml = gm + l * N * R;
         for (int64_t k = 0; k < NB; ++k) {
           const int64_t s = start[k], count = start[k + 1] - s;
           if (!count) continue;
           const int32_t first = order[s];
-          const int64_t g0 = k - 1;                              // the bucket's knots g0-1, g0, g0+1
+          const int64_t g0 = k - 1;                            // the bucket's knots g0-1, g0, g0+1
           const T* S0 = rows + b.off0[first]; const T* S1 = rows + b.off1[first]; const T* S2 = rows + b.off2[first];
           T* G0 = g0 - 1 >= 0 && g0 - 1 < K ? grows + b.off0[first] : nullptr;
           T* G1 = g0 >= 0 && g0 < K ? grows + b.off1[first] : nullptr;
           T* G2 = g0 + 1 >= 0 && g0 + 1 < K ? grows + b.off2[first] : nullptr;
+          const bool inside = g0 >= 1 && g0 + 1 < K;
           for (int64_t m0 = 0; m0 < R; m0 += W) {
+            const int32_t* o = order.data() + s;
             T* g[3] = {G0 ? G0 + m0 : nullptr, G1 ? G1 + m0 : nullptr, G2 ? G2 + m0 : nullptr};
-            if (m0 + W <= R)
-              bwd_bucket<T, NV, true>(order.data() + s, ws.data() + s, N, count, S0 + m0, S1 + m0, S2 + m0, gml + m0,
-                                      R, W, eps, g[0], g[1], g[2], du.data() + s * L);
+            T* d = du.data() + s * L;
+            if (inside && m0 + W <= R)
+              bwd_interior<T, NV, true>(o, b, count, S0 + m0, S1 + m0, S2 + m0, gml + m0, R, W, eps, g[0], g[1], g[2], d);
+            else if (inside)
+              bwd_interior<T, NV, false>(o, b, count, S0 + m0, S1 + m0, S2 + m0, gml + m0, R, R - m0, eps, g[0], g[1],
+                                         g[2], d);
+            else if (m0 + W <= R)
+              bwd_edge<T, NV, true>(o, b, count, S0 + m0, S1 + m0, S2 + m0, gml + m0, R, W, eps, g[0], g[1], g[2], d);
             else
-              bwd_bucket<T, NV, false>(order.data() + s, ws.data() + s, N, count, S0 + m0, S1 + m0, S2 + m0, gml + m0,
-                                       R, R - m0, eps, g[0], g[1], g[2], du.data() + s * L);
+              bwd_edge<T, NV, false>(o, b, count, S0 + m0, S1 + m0, S2 + m0, gml + m0, R, R - m0, eps, g[0], g[1], g[2],
+                                     d);
           }
         }
-        for (int64_t t = 0; t < N; ++t) {                        // dL/du = (kappa - 1) sum_m q_m dphi_m/dx
+        for (int64_t t = 0; t < N; ++t) {                      // dL/du = (kappa - 1) sum_m q_m dphi_m/dx
           T sum = 0;
           for (int64_t j = 0; j < L; ++j) sum += du[t * L + j];
           gub[q * N + order[t]] = T(K - 1) * sum;
