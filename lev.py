@@ -41,7 +41,8 @@ class LEVConfig:
     id_shuffle: int = 0           # control: 0 = digits of the tokenizer's ids; s > 0 = digits of pi(i), pi a
                                   # fixed random permutation (seed s), which removes any id-order structure
     sparse_basis: bool = True     # fast path: steps 4-6 fused on the <= 3 non-zero basis weights (False: as written)
-    kernel: str = "auto"          # fast path's code: "cpp" (CPU), "torch" (any device), "auto" (cpp on CPU if built)
+    kernel: str = "auto"          # fast path's code: "cpp" (CPU; step 3's LayerNorm-sigmoid and steps 4-6 in C++),
+                                  # "torch" (any device), "auto" (cpp on a CPU if it builds)
     dedup: bool = True            # fast path: evaluate each distinct id of a batch once, then gather
     project_seed: bool = True     # fast path: W_l applied to each codebook row once, W_l z = sum_j (C_j W_l^T)[c_j]
     eps: float = 1e-9             # the epsilon in log(|phi| + eps) of the separable product
@@ -230,7 +231,7 @@ class LEV(nn.Module):
         with torch.autocast(device_type=ids.device.type, enabled=False):
             if cfg.project_seed:                                                   # W_l z without forming z
                 x = lev_fast.projected_seed(id_digits(ids, cfg, perm), p["codebooks"], p["W"], cfg.seed_combine)
-                return squash(x, *ln)                                              # (N, h, d_s)
+                return lev_fast.squash(x, *ln, cfg.kernel)                         # (N, h, d_s)  lev.squash, fused
             return unit_cube(digit_seed(ids, p["codebooks"], cfg, perm), p["W"], *ln)  # steps 2, 3 as written
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
@@ -238,10 +239,10 @@ class LEV(nn.Module):
         cfg, p = self.cfg, self.float32_params()
         u = self.coordinates(ids)                                                  # (N, h, d_s)
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            S = 1.0 + p["delta"]                                                   # (h, d_s, kappa, r)
             if cfg.sparse_basis:                                                   # steps 4-6 fused, phi never stored
-                M = lev_fast.spline_product(u, S, cfg.basis_norm, cfg.eps, cfg.kernel)  # (N, h, r)
+                M = lev_fast.spline_product(u, p["delta"], cfg.basis_norm, cfg.eps, cfg.kernel)  # S = 1 + delta
             else:                                                                  # steps 4, 5, 6 as written
+                S = 1.0 + p["delta"]                                               # (h, d_s, kappa, r)
                 phi = coefficients(bspline_basis(u, cfg.kappa, cfg.basis_norm), S)  # (N, h, d_s, r)
                 M = separable_product(phi, cfg.eps)                                # (N, h, r)
             return merge_heads(M, p["W_out"])                                      # (N, D)
@@ -251,7 +252,7 @@ class LEV(nn.Module):
         lev_fast.check_ids(ids, self.cfg.vocab_size, "LEV")
         if self.cfg.dedup:                                                         # each distinct id once
             uniq, inverse = lev_fast.unique(ids)                                   # (U,), (B, T) into uniq
-            return self.generate(uniq)[inverse]                                    # (B, T, D)
+            return F.embedding(inverse, self.generate(uniq))                       # (B, T, D)  rows uniq[inverse]
         return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                 # (B, T, D)
 
     def float32_params(self) -> dict:

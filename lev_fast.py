@@ -3,6 +3,7 @@ The machinery that makes LEV fast; lev.py keeps the math. Every path here is che
 per-token reference in values and gradients (tests/test_lev.py, tests/test_fast.py); `python bench.py`
 measures them.
 
+  squash           step 3 after the matmul (LayerNorm, per-head affine, sigmoid) in one C++ pass (CPU)
   spline_product   steps 4-6 fused on the <= 3 non-zero spline weights, phi (N, h, d_s, r) never stored:
                    "cpp"   lev_kernel.cpp (CPU), compiled on first use, registered as custom ops so that
                            torch.compile sees opaque calls;
@@ -74,7 +75,8 @@ def projected_seed(c: torch.Tensor, codebooks: torch.Tensor, W: torch.Tensor, co
     k, (n_cb, b, d_s), (h, _, d_in) = c.shape[-1], codebooks.shape, W.shape
     Wt = W.reshape(h * d_s, d_in).t()                                                # (d_in, h d_s)
     Wt = Wt.view(k, d_s, h * d_s) if combine == "concat" else Wt.expand(k, d_s, h * d_s)  # (k, d_s, h d_s)
-    tables = torch.bmm(codebooks[torch.arange(k, device=c.device) % n_cb], Wt)      # (k, b, h d_s)
+    C = codebooks if n_cb == k else codebooks.expand(k, b, d_s)                    # (k, b, d_s): C_j, or C k times
+    tables = torch.bmm(C, Wt)                                                       # (k, b, h d_s)
     rows = c + b * torch.arange(k, device=c.device)                                 # (N, k) rows of the stacked tables
     flat = tables.reshape(k * b, h * d_s)
     if c.device.type in ("cpu", "cuda"):   # sums without holding (N, k, h d_s): 2x faster on the CPU (measured)
@@ -87,17 +89,18 @@ def projected_seed(c: torch.Tensor, codebooks: torch.Tensor, W: torch.Tensor, co
 # ----------------------------------------------------------------------------------------------------
 # Steps 4-6 fused
 
-def spline_product(u: torch.Tensor, S: torch.Tensor, normalize: bool = True, eps: float = 1e-9,
+def spline_product(u: torch.Tensor, delta: torch.Tensor, normalize: bool = True, eps: float = 1e-9,
                    kernel: str = "auto") -> torch.Tensor:
-    """M_{l,m} = prod_p sum_{j<3} w_{l,p,j} S_{l,p,idx_{l,p,j},m}, (idx, w) = lev.bspline_basis_sparse(u), in
-    log space as lev.separable_product. u (N, h, d_s); S (h, d_s, kappa, r) -> M (N, h, r).
+    """M_{l,m} = prod_p sum_{j<3} w_{l,p,j} S_{l,p,idx_{l,p,j},m} with S = 1 + delta, (idx, w) =
+    lev.bspline_basis_sparse(u), in log space as lev.separable_product. u (N, h, d_s); delta (h, d_s, kappa, r)
+    -> M (N, h, r). The C++ kernel adds the 1 on the fly (S, 4 MB at the defaults, is never formed).
     kernel: "cpp" (CPU), "torch" (any device), "auto" (cpp for CPU tensors when it builds, else torch)."""
     if kernel == "auto":
         kernel = "cpp" if u.device.type == "cpu" and cpp_kernel(required=False) is not None else "torch"
     if kernel == "cpp":
         cpp_kernel(required=True)
-        return cpp_spline_product(u.contiguous(), S.contiguous(), normalize, eps)   # (N, h, r)
-    log_mag, sign = torch_log_product(u, S, normalize, eps)                         # (N, h, r) x2
+        return cpp_spline_product(u.contiguous(), delta.contiguous(), normalize, eps)   # (N, h, r)
+    log_mag, sign = torch_log_product(u, 1.0 + delta, normalize, eps)               # (N, h, r) x2
     return sign * torch.exp(log_mag)
 
 
@@ -209,42 +212,97 @@ def log_group(eps: float, dtype: torch.dtype) -> int:
 
 # The C++ kernel as custom ops, so torch.compile sees opaque calls (no graph break) with these shapes.
 @torch.library.custom_op("lev::spline_product", mutates_args=(), device_types="cpu")
-def cpp_spline_product(u: torch.Tensor, S: torch.Tensor, normalize: bool, eps: float) -> torch.Tensor:
-    """Steps 4-6: u (N, h, d_s), S (h, d_s, kappa, r) -> M (N, h, r)."""
-    return cpp_kernel().spline_fwd(u, S, normalize, eps, log_group(eps, S.dtype))
+def cpp_spline_product(u: torch.Tensor, delta: torch.Tensor, normalize: bool, eps: float) -> torch.Tensor:
+    """Steps 4-6: u (N, h, d_s), delta (h, d_s, kappa, r) (S = 1 + delta) -> M (N, h, r)."""
+    return cpp_kernel().spline_fwd(u, delta, normalize, eps, log_group(eps, delta.dtype))
 
 
 @torch.library.custom_op("lev::spline_product_backward", mutates_args=(), device_types="cpu")
-def cpp_spline_product_backward(u: torch.Tensor, S: torch.Tensor, grad_M: torch.Tensor, M: torch.Tensor,
+def cpp_spline_product_backward(u: torch.Tensor, delta: torch.Tensor, grad_M: torch.Tensor, M: torch.Tensor,
                                 normalize: bool, eps: float) -> tuple[torch.Tensor, torch.Tensor]:
-    """dL/du (N, h, d_s), dL/dS (h, d_s, kappa, r) from dL/dM and M (N, h, r)."""
-    grad_u, grad_S = cpp_kernel().spline_bwd(u, S, grad_M, M, normalize, eps)
-    return grad_u, grad_S
+    """dL/du (N, h, d_s), dL/ddelta = dL/dS (h, d_s, kappa, r) from dL/dM and M (N, h, r)."""
+    grad_u, grad_delta = cpp_kernel().spline_bwd(u, delta, grad_M, M, normalize, eps)
+    return grad_u, grad_delta
 
 
 @cpp_spline_product.register_fake
-def _(u, S, normalize, eps):
-    return S.new_empty(u.shape[0], S.shape[0], S.shape[-1])
+def _(u, delta, normalize, eps):
+    return delta.new_empty(u.shape[0], delta.shape[0], delta.shape[-1])
 
 
 @cpp_spline_product_backward.register_fake
-def _(u, S, grad_M, M, normalize, eps):
-    return torch.empty_like(u), torch.empty_like(S)
+def _(u, delta, grad_M, M, normalize, eps):
+    return torch.empty_like(u), torch.empty_like(delta)
 
 
 def _cpp_setup_context(ctx, inputs, output):
-    u, S, normalize, eps = inputs
-    ctx.save_for_backward(u, S, output)
+    u, delta, normalize, eps = inputs
+    ctx.save_for_backward(u, delta, output)
     ctx.normalize, ctx.eps = normalize, eps
 
 
 def _cpp_backward(ctx, grad_M):
-    u, S, M = ctx.saved_tensors
-    grad_u, grad_S = cpp_spline_product_backward(u, S, grad_M.contiguous(), M, ctx.normalize, ctx.eps)
-    return grad_u, grad_S, None, None
+    u, delta, M = ctx.saved_tensors
+    grad_u, grad_delta = cpp_spline_product_backward(u, delta, grad_M.contiguous(), M, ctx.normalize, ctx.eps)
+    return grad_u, grad_delta, None, None
 
 
 cpp_spline_product.register_autograd(_cpp_backward, setup_context=_cpp_setup_context)
+
+
+# Step 3's LayerNorm, per-head affine and sigmoid (lev.squash) fused in the C++ kernel, as custom ops too.
+LN_EPS = 1e-5   # F.layer_norm's default, which lev.squash uses
+
+
+def squash(x: torch.Tensor, ln_weight, ln_bias, temperature: float, kernel: str = "auto") -> torch.Tensor:
+    """lev.squash: x (N, h, d_s) -> u = sigmoid( LN_l(x) / temperature ) (N, h, d_s), in one C++ pass forward and
+    one backward (kernel "cpp", or "auto" on a CPU when the kernel builds; PyTorch makes five passes and five
+    back). Without a LayerNorm, or with kernel "torch", it is lev.squash itself."""
+    if kernel == "auto":
+        kernel = "cpp" if x.device.type == "cpu" and cpp_kernel(required=False) is not None else "torch"
+    if kernel != "cpp" or ln_weight is None:
+        return lev.squash(x, ln_weight, ln_bias, temperature)
+    cpp_kernel(required=True)
+    return cpp_squash(x.contiguous(), ln_weight.contiguous(), ln_bias.contiguous(), float(temperature))
+
+
+@torch.library.custom_op("lev::squash", mutates_args=(), device_types="cpu")
+def cpp_squash(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, temperature: float) -> torch.Tensor:
+    """x (N, h, d_s), w and b (h, d_s) -> u (N, h, d_s)."""
+    return cpp_kernel().squash_fwd(x, w, b, temperature, LN_EPS)
+
+
+@torch.library.custom_op("lev::squash_backward", mutates_args=(), device_types="cpu")
+def cpp_squash_backward(grad_u: torch.Tensor, x: torch.Tensor, u: torch.Tensor, w: torch.Tensor,
+                        temperature: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """dL/dx (N, h, d_s), dL/dw and dL/db (h, d_s) from dL/du; mean and rstd are recomputed from x."""
+    grad_x, grad_w, grad_b = cpp_kernel().squash_bwd(grad_u, x, u, w, temperature, LN_EPS)
+    return grad_x, grad_w, grad_b
+
+
+@cpp_squash.register_fake
+def _(x, w, b, temperature):
+    return torch.empty_like(x)
+
+
+@cpp_squash_backward.register_fake
+def _(grad_u, x, u, w, temperature):
+    return torch.empty_like(x), torch.empty_like(w), torch.empty_like(w)
+
+
+def _squash_setup_context(ctx, inputs, output):
+    x, w, b, temperature = inputs
+    ctx.save_for_backward(x, output, w)
+    ctx.temperature = temperature
+
+
+def _squash_backward(ctx, grad_u):
+    x, u, w = ctx.saved_tensors
+    grad_x, grad_w, grad_b = cpp_squash_backward(grad_u.contiguous(), x, u, w, ctx.temperature)
+    return grad_x, grad_w, grad_b, None
+
+
+cpp_squash.register_autograd(_squash_backward, setup_context=_squash_setup_context)
 
 
 # ----------------------------------------------------------------------------------------------------

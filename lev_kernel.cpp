@@ -6,7 +6,8 @@
 // g0-1, g0, g0+1 lie at distances 1+t, |t|, 1-t, so K(d) of lev.py: bspline_kernel becomes
 //     k_{-1} = (1/2 - t)^2 / 2,   k_0 = 3/4 - t^2,   k_{+1} = (1/2 + t)^2 / 2      (0 for a knot off the grid)
 // and w_j = k_j / sum_i k_i when normalising (the sum is 1 inside the grid, 7/8 at its ends).
-// Step 5: phi_m = sum_j w_j S[g0-1+j, m] (S of this head and seed dimension).
+// Step 5: phi_m = sum_j w_j S[g0-1+j, m] (S of this head and seed dimension). The kernel takes Delta, not
+// S = 1 + Delta (S is never formed): phi_m = sum_j w_j + sum_j w_j Delta[g0-1+j, m], and dL/dDelta = dL/dS.
 // Step 6: log|M|_{n,l,m} = sum_p log(|phi_{n,l,p,m}| + eps), sign = prod_p sign(phi); M = sign exp(log|M|).
 //
 // Neither phi (N, h, d_s, r) nor the basis is kept between forward and backward: the forward keeps r running
@@ -18,11 +19,11 @@
 //   dL/dS[g_j, m] += w_j q_m      dL/du = (kappa-1) sum_m q_m dphi_m/dx,   dphi_m/dx = sum_j (dw_j/dx) S[g_j, m]
 //
 // Speed (python bench.py measures it): step 4 runs for a whole run of u's in one vectorised loop (Basis). The
-// forward takes a head and a block of 32 ids at a time, seed dimension by seed dimension, so the rows S(l, p)
+// forward takes a head and a block of 32 ids at a time, seed dimension by seed dimension, so the rows D(l, p)
 // in use (kappa r floats) stay in L1. The backward runs in parallel over (head, block of 64 bytes of seed
 // dimensions), each task owning its rows of dL/dS (no races) and copying its block of u into a (block, N)
 // buffer (one cache line per id and block); within a seed dimension the ids are sorted by their middle knot (a counting
-// sort), so that for a bucket of ids the three rows of S and the three sums for dL/dS stay in registers; inside
+// sort), so that for a bucket of ids the three rows of Delta and the three sums for dL/dS stay in registers; inside
 // the grid (nearly every id) phi and dphi/dx are one quadratic in t per bucket (bwd_interior), and 1/(phi + eps)
 // is a reciprocal estimate refined by one Newton step (AVX-512) where the compiler would divide.
 
@@ -99,8 +100,81 @@ template <typename T> struct FloatBits;
 template <> struct FloatBits<float> { using U = uint32_t; using I = int32_t; static constexpr int MANT = 23; static constexpr U EXP = 0xffu; };
 template <> struct FloatBits<double> { using U = uint64_t; using I = int64_t; static constexpr int MANT = 52; static constexpr U EXP = 0x7ffu; };
 
+// One 512-bit vector of T with GCC's vector extensions (GCC and Clang): loads, the eps nudge, a reciprocal.
+template <typename T> struct Vec {
+  typedef T V __attribute__((vector_size(64)));                // one 512-bit vector (two or four on narrower CPUs)
+  typedef typename FloatBits<T>::U VU __attribute__((vector_size(64)));
+  static constexpr int L = 64 / sizeof(T);                     // lanes
+  template <bool FULL>
+  static V load(const T* p, int k, int64_t len) {              // modes kL .. kL+L-1 (0 past len)
+    V v;
+    if (FULL || (k + 1) * L <= len) { std::memcpy(&v, p + k * L, sizeof v); return v; }
+    for (int j = 0; j < L; ++j) v[j] = k * L + j < len ? p[k * L + j] : T(0);
+    return v;
+  }
+  static V nudge(V phi, T eps) {                               // phi + copysign(eps, phi): sgn(phi) (|phi| + eps)
+    const VU sign = VU{} + (typename FloatBits<T>::U(1) << (8 * sizeof(T) - 1));
+    return phi + (V)(((VU)phi & sign) | (VU)(V{} + eps));
+  }
+  static V recip(V d) { return T(1) / d; }
+  static V at(const T* p) { V v; std::memcpy(&v, p, sizeof v); return v; }
+  static void put(T* p, V v) { std::memcpy(p, &v, sizeof v); }
+  static void add_to(T* p, V v) { put(p, at(p) + v); }
+};
+#if defined(__AVX512F__)
+template <> inline Vec<float>::V Vec<float>::recip(V d) {      // 1/d to ~1 ulp: rcp14, then one Newton step
+  const __m512 x = (__m512)d, r = _mm512_rcp14_ps(x);         // r + r (1 - x r)
+  return (V)_mm512_fmadd_ps(r, _mm512_fnmadd_ps(x, r, _mm512_set1_ps(1.0f)), r);
+}
+#endif
+
+// Where every S = 1 + Delta of a (head, seed dimension) is positive enough, the eps of step 6 is lost in rounding:
+// phi is a weighted sum of three S's with weights summing to 7/8 .. 1, so |phi| >= minS 7/8, and when that is
+// >= eps 2^(MANT + 2), phi + copysign(eps, phi) == phi exactly (eps is under half an ulp of phi), phi != 0 and
+// 1 / (|phi| + eps) == 1 / |phi|: the backward skips the nudge and the phi = 0 test there (SAFE), with bit-identical
+// results. S = 1 + Delta starts near 1 (Delta ~ N(0, 0.1^2)); a (head, dimension) with any S below the bound takes
+// the general path. (The forward could too, but a separate pass over Delta to find out costs what it saves.)
+template <typename T>
+static inline bool safe_row(const T* __restrict__ D, int64_t KR, T eps) {
+  using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
+  const T bound = T(2) * eps * T(int64_t(1) << (FloatBits<T>::MANT + 2));   // 2 > 1 / (7/8): margin
+  if (!(bound < T(1))) return false;                           // (double: never)
+  V lo[4];
+  for (auto& v : lo) v = V{} + std::numeric_limits<T>::max();
+  int64_t j = 0;
+  for (; j + 4 * L <= KR; j += 4 * L)                          // four chains of vector minima
+    for (int c = 0; c < 4; ++c) { const V x = X::at(D + j + c * L); lo[c] = x < lo[c] ? x : lo[c]; }
+  T m = std::numeric_limits<T>::max();
+  for (int c = 0; c < 4; ++c)
+    for (int k = 0; k < L; ++k) m = std::min(m, lo[c][k]);
+  for (; j < KR; ++j) m = std::min(m, D[j]);
+  return T(1) + m > bound;
+}
+
+// Steps 5-6 for a block's ids at one (head, seed dimension): each id's r running products times its r factors
+// sgn(phi) (|phi| + eps).
+template <typename T>
+static inline void fwd_factors(const Basis<T>& b, int64_t nb, const T* rows, T* prod, int64_t R, T eps) {
+  using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
+  for (int64_t i = 0; i < nb; ++i) {
+    const T* __restrict__ D0 = rows + b.off0[i]; const T* __restrict__ D1 = rows + b.off1[i];
+    const T* __restrict__ D2 = rows + b.off2[i];
+    const T w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i], ws = w0 + w1 + w2;
+    T* __restrict__ pr = prod + i * R;
+    int64_t m = 0;
+    for (; m + L <= R; m += L) {                             // step 5, S = 1 + Delta; step 6
+      const V phi = ws + w0 * X::at(D0 + m) + w1 * X::at(D1 + m) + w2 * X::at(D2 + m);
+      X::put(pr + m, X::at(pr + m) * X::nudge(phi, eps));
+    }
+    for (; m < R; ++m) {                                     // the same, past the last whole vector
+      const T phi = ws + w0 * D0[m] + w1 * D1[m] + w2 * D2[m];
+      pr[m] *= phi + std::copysign(eps, phi);
+    }
+  }
+}
+
 template <typename T, bool RENORM>
-static void spline_fwd_impl(const T* u, const T* S, T* M, int64_t N, int64_t H, int64_t P, int64_t K,
+static void spline_fwd_impl(const T* u, const T* D, T* M, int64_t N, int64_t H, int64_t P, int64_t K,
                             int64_t R, bool normalize, T eps, int64_t group) {
   using U = typename FloatBits<T>::U; using I = typename FloatBits<T>::I;
   constexpr int MANT = FloatBits<T>::MANT; constexpr U EXP = FloatBits<T>::EXP; constexpr I BIAS = I(EXP >> 1);
@@ -111,26 +185,17 @@ static void spline_fwd_impl(const T* u, const T* S, T* M, int64_t N, int64_t H, 
     std::vector<T> prod(BLOCK * R), acc(RENORM ? 0 : BLOCK * R), sg(RENORM ? 0 : BLOCK * R);
     std::vector<I> ex(RENORM ? BLOCK * R : 0);
     Basis<T> b(BLOCK);
+    const T ep = eps;                                          // a local: stores to prod cannot alias it
     for (int64_t task = begin; task < end; ++task) {           // one head, a block of ids, p by p: the rows of
-      const int64_t l = task / blocks, n0 = (task % blocks) * BLOCK, nb = std::min(BLOCK, N - n0);  // S(l, p)
+      const int64_t l = task / blocks, n0 = (task % blocks) * BLOCK, nb = std::min(BLOCK, N - n0);  // D(l, p)
       const int64_t len = nb * R;                              // (kappa r floats) stay in L1 while used
       std::fill(prod.begin(), prod.begin() + len, T(1));
       if (RENORM) std::fill(ex.begin(), ex.begin() + len, I(0));
       else { std::fill(acc.begin(), acc.begin() + len, T(0)); std::fill(sg.begin(), sg.begin() + len, T(1)); }
       for (int64_t p = 0; p < P; ++p) {
         b.compute(u + (n0 * H + l) * P + p, H * P, nb, K, R, normalize, false);   // step 4 for the block's ids
-        const T* rows = S + (l * P + p) * K * R;
-        for (int64_t i = 0; i < nb; ++i) {
-          const T* __restrict__ S0 = rows + b.off0[i]; const T* __restrict__ S1 = rows + b.off1[i];
-          const T* __restrict__ S2 = rows + b.off2[i];
-          const T w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i];
-          T* __restrict__ pr = prod.data() + i * R;
-          #pragma omp simd
-          for (int64_t m = 0; m < R; ++m) {
-            const T phi = w0 * S0[m] + w1 * S1[m] + w2 * S2[m];   // step 5
-            pr[m] *= phi + std::copysign(eps, phi);              // step 6, sgn(phi) (|phi| + eps)
-          }
-        }
+        const T* rows = D + (l * P + p) * K * R;
+        fwd_factors(b, nb, rows, prod.data(), R, ep);
         if ((p + 1) % group == 0 || p == P - 1) {               // |prod| >= eps^group: no underflow
           T* __restrict__ pr = prod.data();
           if (RENORM) {
@@ -172,54 +237,30 @@ static void spline_fwd_impl(const T* u, const T* S, T* M, int64_t N, int64_t H, 
   });
 }
 
-// The backward works on buckets of ids that share their middle knot g0 (so the same rows S0, S1, S2 of S and
+// The backward works on buckets of ids that share their middle knot g0 (so the same rows D0, D1, D2 of Delta and
 // rows G0, G1, G2 of dL/dS), on `len` <= NV L modes at a time; the bucket's ids come in `order` (indices into
 // the Basis and into gm) and each adds its part of sum_m q_m dphi_m/dx to its L slots of du (du is in bucket
 // order). The sums for dL/dS stay in registers (a0, a1, a2) over the bucket's ids. Written with GCC's vector
 // extensions (GCC and Clang): with plain arrays, a0-a2 stayed in memory. FULL: len == NV L.
-template <typename T> struct Vec {
-  typedef T V __attribute__((vector_size(64)));                // one 512-bit vector (two or four on narrower CPUs)
-  typedef typename FloatBits<T>::U VU __attribute__((vector_size(64)));
-  static constexpr int L = 64 / sizeof(T);                     // lanes
-  template <bool FULL>
-  static V load(const T* p, int k, int64_t len) {              // modes kL .. kL+L-1 (0 past len)
-    V v;
-    if (FULL || (k + 1) * L <= len) { std::memcpy(&v, p + k * L, sizeof v); return v; }
-    for (int j = 0; j < L; ++j) v[j] = k * L + j < len ? p[k * L + j] : T(0);
-    return v;
-  }
-  static V nudge(V phi, T eps) {                               // phi + copysign(eps, phi): sgn(phi) (|phi| + eps)
-    const VU sign = VU{} + (typename FloatBits<T>::U(1) << (8 * sizeof(T) - 1));
-    return phi + (V)(((VU)phi & sign) | (VU)(V{} + eps));
-  }
-  static V recip(V d) { return T(1) / d; }
-  static void add_to(T* p, V v) { V d; std::memcpy(&d, p, sizeof d); d += v; std::memcpy(p, &d, sizeof d); }
-};
-#if defined(__AVX512F__)
-template <> inline Vec<float>::V Vec<float>::recip(V d) {      // 1/d to ~1 ulp: rcp14, then one Newton step
-  const __m512 x = (__m512)d, r = _mm512_rcp14_ps(x);         // r + r (1 - x r)
-  return (V)_mm512_fmadd_ps(r, _mm512_fnmadd_ps(x, r, _mm512_set1_ps(1.0f)), r);
-}
-#endif
 
 // A bucket inside the grid (1 <= g0 <= kappa-2), nearly every id in practice: all three knots are live and the
 // weights are the plain quadratic B-spline of t (normalising changes nothing: they sum to 1), so
 //   phi_m(t) = A_m + t (B_m + t C_m),   dphi_m/dx = B_m + 2 t C_m,
-//   A = (S0 + S2)/8 + 3/4 S1,  B = (S2 - S0)/2,  C = (S0 + S2)/2 - S1,
+//   A = 1 + (D0 + D2)/8 + 3/4 D1,  B = (D2 - D0)/2,  C = (D0 + D2)/2 - D1   (D_j: the rows of Delta; S = 1 + Delta)
 // (w0 = (1/2 - t)^2/2 = 1/8 - t/2 + t^2/2, w1 = 3/4 - t^2, w2 = 1/8 + t/2 + t^2/2): per mode two multiply-adds
 // for phi and one for dphi/dx, instead of three and three.
-template <typename T, int NV, bool FULL>
-static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t count, const T* S0, const T* S1,
-                                const T* S2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2,
+template <typename T, int NV, bool FULL, bool SAFE>
+static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t count, const T* D0, const T* D1,
+                                const T* D2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2,
                                 T* du) {
   using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
   V A[NV], B[NV], C[NV], a0[NV], a1[NV], a2[NV];
   const V zero = V{};
   #pragma GCC unroll 8
   for (int k = 0; k < NV; ++k) {
-    const V s0 = X::template load<FULL>(S0, k, len), s1 = X::template load<FULL>(S1, k, len);
-    const V s2 = X::template load<FULL>(S2, k, len);
-    A[k] = (s0 + s2) * T(0.125) + s1 * T(0.75); B[k] = (s2 - s0) * T(0.5); C[k] = (s0 + s2) * T(0.5) - s1;
+    const V dl0 = X::template load<FULL>(D0, k, len), dl1 = X::template load<FULL>(D1, k, len);
+    const V dl2 = X::template load<FULL>(D2, k, len);
+    A[k] = T(1) + (dl0 + dl2) * T(0.125) + dl1 * T(0.75); B[k] = (dl2 - dl0) * T(0.5); C[k] = (dl0 + dl2) * T(0.5) - dl1;
     a0[k] = a1[k] = a2[k] = zero;
   }
   for (int64_t t = 0; t < count; ++t) {
@@ -230,8 +271,9 @@ static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t
     #pragma GCC unroll 8
     for (int k = 0; k < NV; ++k) {
       const V phi = (C[k] * x + B[k]) * x + A[k];              // recomputed, never stored
-      const V r = X::recip(X::nudge(phi, eps));                 // sgn(phi) / (|phi| + eps)
-      const V q = phi != 0 ? X::template load<FULL>(gmr, k, len) * r : zero;   // dL/dphi (0 where phi = 0)
+      const V r = X::recip(SAFE ? phi : X::nudge(phi, eps));   // sgn(phi) / (|phi| + eps)
+      const V g = X::template load<FULL>(gmr, k, len);
+      const V q = SAFE ? g * r : (phi != 0 ? g * r : zero);     // dL/dphi (0 where phi = 0)
       dv += q * (C[k] * x2 + B[k]);
       a0[k] += w0 * q; a1[k] += w1 * q; a2[k] += w2 * q;
     }
@@ -246,26 +288,28 @@ static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t
 // A bucket at an end of the grid (g0 = -1, 0, kappa-1 or kappa): some knots are off the grid (weight 0, G ==
 // nullptr) and, when normalising, the weights are k_j / sum_i k_i; the Basis' weights and their derivatives as
 // they are.
-template <typename T, int NV, bool FULL>
-static inline void bwd_edge(const int32_t* order, const Basis<T>& b, int64_t count, const T* S0, const T* S1,
-                            const T* S2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2, T* du) {
+template <typename T, int NV, bool FULL, bool SAFE>
+static inline void bwd_edge(const int32_t* order, const Basis<T>& b, int64_t count, const T* D0, const T* D1,
+                            const T* D2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2, T* du) {
   using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
-  V s0[NV], s1[NV], s2[NV], a0[NV], a1[NV], a2[NV];
+  V dl0[NV], dl1[NV], dl2[NV], a0[NV], a1[NV], a2[NV];
   const V zero = V{};
   for (int k = 0; k < NV; ++k) {
-    s0[k] = X::template load<FULL>(S0, k, len); s1[k] = X::template load<FULL>(S1, k, len);
-    s2[k] = X::template load<FULL>(S2, k, len); a0[k] = a1[k] = a2[k] = zero;
+    dl0[k] = X::template load<FULL>(D0, k, len); dl1[k] = X::template load<FULL>(D1, k, len);
+    dl2[k] = X::template load<FULL>(D2, k, len); a0[k] = a1[k] = a2[k] = zero;
   }
   for (int64_t t = 0; t < count; ++t) {
     const int32_t i = order[t];
     const T w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i], dw0 = b.dw0[i], dw1 = b.dw1[i], dw2 = b.dw2[i];
+    const T ws = w0 + w1 + w2, dws = dw0 + dw1 + dw2;       // S = 1 + Delta: phi = ws + sum_j w_j Delta_j
     const T* gmr = gm + int64_t(i) * R;
     V dv = zero;
     for (int k = 0; k < NV; ++k) {
-      const V phi = w0 * s0[k] + w1 * s1[k] + w2 * s2[k];
-      const V r = X::recip(X::nudge(phi, eps));
-      const V q = phi != 0 ? X::template load<FULL>(gmr, k, len) * r : zero;
-      dv += q * (dw0 * s0[k] + dw1 * s1[k] + dw2 * s2[k]);
+      const V phi = ws + w0 * dl0[k] + w1 * dl1[k] + w2 * dl2[k];
+      const V r = X::recip(SAFE ? phi : X::nudge(phi, eps));
+      const V g = X::template load<FULL>(gmr, k, len);
+      const V q = SAFE ? g * r : (phi != 0 ? g * r : zero);
+      dv += q * (dws + dw0 * dl0[k] + dw1 * dl1[k] + dw2 * dl2[k]);
       a0[k] += w0 * q; a1[k] += w1 * q; a2[k] += w2 * q;
     }
     X::add_to(du + t * L, dv);
@@ -281,7 +325,7 @@ static inline void bwd_edge(const int32_t* order, const Basis<T>& b, int64_t cou
 // u, grad_u (N, h, d_s); gm (h, N, r). A task is a head and a block of PB seed dimensions: it copies the block's
 // u into a (PB, N) buffer (each id's PB values are one cache line) and writes dL/du back the same way.
 template <typename T>
-static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* grad_S, int64_t N, int64_t H,
+static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* grad_D, int64_t N, int64_t H,
                             int64_t P, int64_t K, int64_t R, bool normalize, T eps) {
   constexpr int NV = 2, L = Vec<T>::L, W = NV * L;            // modes per pass: two 512-bit vectors
   constexpr int64_t PB = 64 / sizeof(T);                      // seed dimensions per task
@@ -298,8 +342,9 @@ static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* g
         for (int64_t q = 0; q < pn; ++q) ub[q * N + i] = u[(i * H + l) * P + p0 + q];
       for (int64_t q = 0; q < pn; ++q) {                       // one (head, seed dimension)
         const int64_t lp = l * P + p0 + q;
-        const T* rows = S + lp * K * R;
-        T* grows = grad_S + lp * K * R;
+        const T* rows = D + lp * K * R;
+        const bool sa = safe_row(rows, K * R, eps);            // no eps nudge needed (see safe_row)
+        T* grows = grad_D + lp * K * R;
         std::fill(grows, grows + K * R, T(0));                 // this task's rows of dL/dS
         std::fill(du.begin(), du.end(), T(0));
         b.compute(ub.data() + q * N, 1, N, K, R, normalize, true);
@@ -315,7 +360,7 @@ static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* g
           if (!count) continue;
           const int32_t first = order[s];
           const int64_t g0 = k - 1;                            // the bucket's knots g0-1, g0, g0+1
-          const T* S0 = rows + b.off0[first]; const T* S1 = rows + b.off1[first]; const T* S2 = rows + b.off2[first];
+          const T* D0 = rows + b.off0[first]; const T* D1 = rows + b.off1[first]; const T* D2 = rows + b.off2[first];
           T* G0 = g0 - 1 >= 0 && g0 - 1 < K ? grows + b.off0[first] : nullptr;
           T* G1 = g0 >= 0 && g0 < K ? grows + b.off1[first] : nullptr;
           T* G2 = g0 + 1 >= 0 && g0 + 1 < K ? grows + b.off2[first] : nullptr;
@@ -324,16 +369,17 @@ static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* g
             const int32_t* o = order.data() + s;
             T* g[3] = {G0 ? G0 + m0 : nullptr, G1 ? G1 + m0 : nullptr, G2 ? G2 + m0 : nullptr};
             T* d = du.data() + s * L;
-            if (inside && m0 + W <= R)
-              bwd_interior<T, NV, true>(o, b, count, S0 + m0, S1 + m0, S2 + m0, gml + m0, R, W, eps, g[0], g[1], g[2], d);
-            else if (inside)
-              bwd_interior<T, NV, false>(o, b, count, S0 + m0, S1 + m0, S2 + m0, gml + m0, R, R - m0, eps, g[0], g[1],
-                                         g[2], d);
-            else if (m0 + W <= R)
-              bwd_edge<T, NV, true>(o, b, count, S0 + m0, S1 + m0, S2 + m0, gml + m0, R, W, eps, g[0], g[1], g[2], d);
-            else
-              bwd_edge<T, NV, false>(o, b, count, S0 + m0, S1 + m0, S2 + m0, gml + m0, R, R - m0, eps, g[0], g[1], g[2],
-                                     d);
+            const int64_t len = std::min<int64_t>(W, R - m0);
+#define LEV_BUCKET(F, FU, SA) F<T, NV, FU, SA>(o, b, count, D0 + m0, D1 + m0, D2 + m0, gml + m0, R, len, eps, g[0], \
+                                               g[1], g[2], d)
+            if (inside) {
+              if (len == W) { if (sa) LEV_BUCKET(bwd_interior, true, true); else LEV_BUCKET(bwd_interior, true, false); }
+              else { if (sa) LEV_BUCKET(bwd_interior, false, true); else LEV_BUCKET(bwd_interior, false, false); }
+            } else {
+              if (len == W) { if (sa) LEV_BUCKET(bwd_edge, true, true); else LEV_BUCKET(bwd_edge, true, false); }
+              else { if (sa) LEV_BUCKET(bwd_edge, false, true); else LEV_BUCKET(bwd_edge, false, false); }
+            }
+#undef LEV_BUCKET
           }
         }
         for (int64_t t = 0; t < N; ++t) {                      // dL/du = (kappa - 1) sum_m q_m dphi_m/dx
@@ -348,50 +394,163 @@ static void spline_bwd_impl(const T* u, const T* S, const T* gm, T* grad_u, T* g
   });
 }
 
-static void check(const torch::Tensor& u, const torch::Tensor& S) {
-  TORCH_CHECK(u.device().is_cpu() && S.device().is_cpu(), "lev_kernel: CPU tensors only");
-  TORCH_CHECK(u.is_contiguous() && S.is_contiguous(), "lev_kernel: contiguous tensors only");
-  TORCH_CHECK(u.scalar_type() == S.scalar_type(), "lev_kernel: u and S must have the same dtype");
-  TORCH_CHECK(u.dim() == 3 && S.dim() == 4 && u.size(1) == S.size(0) && u.size(2) == S.size(1),
-              "lev_kernel: expected u (N, h, d_s) and S (h, d_s, kappa, r)");
+static void check(const torch::Tensor& u, const torch::Tensor& D) {
+  TORCH_CHECK(u.device().is_cpu() && D.device().is_cpu(), "lev_kernel: CPU tensors only");
+  TORCH_CHECK(u.is_contiguous() && D.is_contiguous(), "lev_kernel: contiguous tensors only");
+  TORCH_CHECK(u.scalar_type() == D.scalar_type(), "lev_kernel: u and delta must have the same dtype");
+  TORCH_CHECK(u.dim() == 3 && D.dim() == 4 && u.size(1) == D.size(0) && u.size(2) == D.size(1),
+              "lev_kernel: expected u (N, h, d_s) and delta (h, d_s, kappa, r)");
 }
 
-// u (N, h, d_s); S (h, d_s, kappa, r) -> M (N, h, r)
-torch::Tensor spline_fwd(torch::Tensor u, torch::Tensor S, bool normalize, double eps, int64_t group) {
-  check(u, S);
-  const int64_t N = u.size(0), H = u.size(1), P = u.size(2), K = S.size(2), R = S.size(3);
-  auto M = torch::empty({N, H, R}, S.options());
-  AT_DISPATCH_FLOATING_TYPES(S.scalar_type(), "spline_fwd", [&] {
+// u (N, h, d_s); Delta (h, d_s, kappa, r), S = 1 + Delta -> M (N, h, r)
+torch::Tensor spline_fwd(torch::Tensor u, torch::Tensor D, bool normalize, double eps, int64_t group) {
+  check(u, D);
+  const int64_t N = u.size(0), H = u.size(1), P = u.size(2), K = D.size(2), R = D.size(3);
+  auto M = torch::empty({N, H, R}, D.options());
+  AT_DISPATCH_FLOATING_TYPES(D.scalar_type(), "spline_fwd", [&] {
     const auto e = static_cast<scalar_t>(eps);
     const int64_t g = std::max<int64_t>(group, 1);
     if (e >= std::numeric_limits<scalar_t>::min())            // a normal eps: every |factor| >= eps is normal
-      spline_fwd_impl<scalar_t, true>(u.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), M.data_ptr<scalar_t>(), N, H,
+      spline_fwd_impl<scalar_t, true>(u.data_ptr<scalar_t>(), D.data_ptr<scalar_t>(), M.data_ptr<scalar_t>(), N, H,
                                       P, K, R, normalize, e, g);
     else
-      spline_fwd_impl<scalar_t, false>(u.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), M.data_ptr<scalar_t>(), N, H,
+      spline_fwd_impl<scalar_t, false>(u.data_ptr<scalar_t>(), D.data_ptr<scalar_t>(), M.data_ptr<scalar_t>(), N, H,
                                        P, K, R, normalize, e, g);
   });
   return M;
 }
 
 // dL/dM, M (N, h, r) -> dL/du (N, h, d_s), dL/dS (h, d_s, kappa, r)
-std::vector<torch::Tensor> spline_bwd(torch::Tensor u, torch::Tensor S, torch::Tensor grad_M, torch::Tensor M,
+std::vector<torch::Tensor> spline_bwd(torch::Tensor u, torch::Tensor D, torch::Tensor grad_M, torch::Tensor M,
                                       bool normalize, double eps) {
-  check(u, S);
+  check(u, D);
   TORCH_CHECK(grad_M.dim() == 3 && grad_M.sizes() == M.sizes(), "lev_kernel: grad_M and M must be (N, h, r)");
-  const int64_t N = u.size(0), H = u.size(1), P = u.size(2), K = S.size(2), R = S.size(3);
+  const int64_t N = u.size(0), H = u.size(1), P = u.size(2), K = D.size(2), R = D.size(3);
   auto gm = (grad_M * M).permute({1, 0, 2}).contiguous();       // dL/dlog|M|, (h, N, r)
   auto grad_u = torch::empty_like(u);
-  auto grad_S = torch::empty_like(S);                            // zeroed row by row in spline_bwd_impl
-  AT_DISPATCH_FLOATING_TYPES(S.scalar_type(), "spline_bwd", [&] {
-    spline_bwd_impl<scalar_t>(u.data_ptr<scalar_t>(), S.data_ptr<scalar_t>(), gm.data_ptr<scalar_t>(),
-                              grad_u.data_ptr<scalar_t>(), grad_S.data_ptr<scalar_t>(), N, H, P, K, R, normalize,
+  auto grad_D = torch::empty_like(D);                            // zeroed row by row in spline_bwd_impl
+  AT_DISPATCH_FLOATING_TYPES(D.scalar_type(), "spline_bwd", [&] {
+    spline_bwd_impl<scalar_t>(u.data_ptr<scalar_t>(), D.data_ptr<scalar_t>(), gm.data_ptr<scalar_t>(),
+                              grad_u.data_ptr<scalar_t>(), grad_D.data_ptr<scalar_t>(), N, H, P, K, R, normalize,
                               static_cast<scalar_t>(eps));
   });
-  return {grad_u, grad_S};
+  return {grad_u, grad_D};
+}
+
+// Step 3 after the matmul (lev.py: squash), fused: per (id, head) row of d_s values x,
+//   xhat = (x - mean) rstd,  rstd = 1 / sqrt(var + ln_eps)  (LayerNorm, biased variance, as F.layer_norm),
+//   u = sigmoid((xhat w_l + b_l) / T).
+// Backward, with dy = dL/du u (1 - u) / T and g = dy w_l (one row):
+//   dL/db_l = sum_rows dy,  dL/dw_l = sum_rows dy xhat,  dL/dx = rstd (g - mean(g) - xhat mean(g xhat)).
+// One pass over the row where PyTorch makes five (normalise, scale, shift, divide, sigmoid) and as many back;
+// the backward recomputes mean and rstd (two sums per row) rather than keep them.
+template <typename T>
+static inline void row_stats(const T* __restrict__ xr, int64_t P, T ln_eps, T& mu, T& rs) {
+  T s = 0, v = 0;
+  #pragma omp simd reduction(+:s)
+  for (int64_t p = 0; p < P; ++p) s += xr[p];
+  mu = s / T(P);
+  #pragma omp simd reduction(+:v)
+  for (int64_t p = 0; p < P; ++p) v += (xr[p] - mu) * (xr[p] - mu);
+  rs = T(1) / std::sqrt(v / T(P) + ln_eps);
+}
+
+template <typename T>
+static void squash_fwd_impl(const T* x, const T* w, const T* b, T* u, int64_t N, int64_t H, int64_t P, T inv_t,
+                            T ln_eps) {
+  at::parallel_for(0, N * H, 64, [=](int64_t begin, int64_t end) {
+    for (int64_t row = begin; row < end; ++row) {
+      const T* __restrict__ xr = x + row * P;
+      const T* __restrict__ wl = w + (row % H) * P; const T* __restrict__ bl = b + (row % H) * P;
+      T* __restrict__ ur = u + row * P;
+      T mu, rs;
+      row_stats(xr, P, ln_eps, mu, rs);
+      #pragma omp simd
+      for (int64_t p = 0; p < P; ++p) {                        // |z| <= 80: exp stays finite (sigmoid(80) = 1 - 2e-35)
+        const T z = std::min(std::max(-((xr[p] - mu) * rs * wl[p] + bl[p]) * inv_t, T(-80)), T(80));
+        ur[p] = T(1) / (T(1) + std::exp(z));
+      }
+    }
+  });
+}
+
+// A task is a head: it owns dL/dw_l and dL/db_l (no races) and walks the head's rows of every id.
+template <typename T>
+static void squash_bwd_impl(const T* gu, const T* x, const T* u, const T* w, T* gx, T* gw, T* gb, int64_t N,
+                            int64_t H, int64_t P, T inv_t, T ln_eps) {
+  at::parallel_for(0, H, 1, [=](int64_t begin, int64_t end) {
+    std::vector<T> xh(P), g(P);
+    for (int64_t l = begin; l < end; ++l) {
+      const T* __restrict__ wl = w + l * P;
+      T* __restrict__ gwl = gw + l * P; T* __restrict__ gbl = gb + l * P;
+      std::fill(gwl, gwl + P, T(0)); std::fill(gbl, gbl + P, T(0));
+      T* __restrict__ xhp = xh.data(); T* __restrict__ gp = g.data();
+      for (int64_t n = 0; n < N; ++n) {
+        const int64_t row = n * H + l;
+        const T* __restrict__ xr = x + row * P; const T* __restrict__ ur = u + row * P;
+        const T* __restrict__ gr = gu + row * P;
+        T mu, rs;
+        row_stats(xr, P, ln_eps, mu, rs);
+        T sg = 0, sgx = 0;
+        #pragma omp simd reduction(+:sg, sgx)
+        for (int64_t p = 0; p < P; ++p) {
+          const T xhat = (xr[p] - mu) * rs, dy = gr[p] * ur[p] * (T(1) - ur[p]) * inv_t;
+          gbl[p] += dy; gwl[p] += dy * xhat;
+          xhp[p] = xhat; gp[p] = dy * wl[p];
+          sg += gp[p]; sgx += gp[p] * xhat;
+        }
+        const T mg = sg / T(P), mgx = sgx / T(P);
+        T* __restrict__ gxr = gx + row * P;
+        #pragma omp simd
+        for (int64_t p = 0; p < P; ++p) gxr[p] = rs * (gp[p] - mg - xhp[p] * mgx);
+      }
+    }
+  });
+}
+
+static void check_squash(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& b) {
+  TORCH_CHECK(x.device().is_cpu() && w.device().is_cpu() && b.device().is_cpu(), "lev_kernel: CPU tensors only");
+  TORCH_CHECK(x.is_contiguous() && w.is_contiguous() && b.is_contiguous(), "lev_kernel: contiguous tensors only");
+  TORCH_CHECK(x.scalar_type() == w.scalar_type() && x.scalar_type() == b.scalar_type(),
+              "lev_kernel: x, ln_weight and ln_bias must have the same dtype");
+  TORCH_CHECK(x.dim() == 3 && w.dim() == 2 && w.sizes() == b.sizes() && x.size(1) == w.size(0) && x.size(2) == w.size(1),
+              "lev_kernel: expected x (N, h, d_s) and ln_weight, ln_bias (h, d_s)");
+}
+
+// x (N, h, d_s); w, b (h, d_s) -> u (N, h, d_s)
+torch::Tensor squash_fwd(torch::Tensor x, torch::Tensor w, torch::Tensor b, double temperature, double ln_eps) {
+  check_squash(x, w, b);
+  const int64_t N = x.size(0), H = x.size(1), P = x.size(2);
+  auto u = torch::empty_like(x);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "squash_fwd", [&] {
+    squash_fwd_impl<scalar_t>(x.data_ptr<scalar_t>(), w.data_ptr<scalar_t>(), b.data_ptr<scalar_t>(),
+                              u.data_ptr<scalar_t>(), N, H, P, static_cast<scalar_t>(1.0 / temperature),
+                              static_cast<scalar_t>(ln_eps));
+  });
+  return u;
+}
+
+// dL/du, x, u (N, h, d_s); w (h, d_s) -> dL/dx (N, h, d_s), dL/dw, dL/db (h, d_s)
+std::vector<torch::Tensor> squash_bwd(torch::Tensor grad_u, torch::Tensor x, torch::Tensor u, torch::Tensor w,
+                                      double temperature, double ln_eps) {
+  check_squash(x, w, w);
+  TORCH_CHECK(grad_u.sizes() == x.sizes() && u.sizes() == x.sizes() && grad_u.is_contiguous() && u.is_contiguous() &&
+              grad_u.scalar_type() == x.scalar_type() && u.scalar_type() == x.scalar_type(),
+              "lev_kernel: squash_bwd expects grad_u and u like x (N, h, d_s), contiguous");
+  const int64_t N = x.size(0), H = x.size(1), P = x.size(2);
+  auto gx = torch::empty_like(x), gw = torch::empty_like(w), gb = torch::empty_like(w);
+  AT_DISPATCH_FLOATING_TYPES(x.scalar_type(), "squash_bwd", [&] {
+    squash_bwd_impl<scalar_t>(grad_u.data_ptr<scalar_t>(), x.data_ptr<scalar_t>(), u.data_ptr<scalar_t>(),
+                              w.data_ptr<scalar_t>(), gx.data_ptr<scalar_t>(), gw.data_ptr<scalar_t>(),
+                              gb.data_ptr<scalar_t>(), N, H, P, static_cast<scalar_t>(1.0 / temperature),
+                              static_cast<scalar_t>(ln_eps));
+  });
+  return {gx, gw, gb};
 }
 
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) {
   m.def("spline_fwd", &spline_fwd, "LEV steps 4-6 forward: M");
   m.def("spline_bwd", &spline_bwd, "LEV steps 4-6 backward: (dL/du, dL/dS)");
+  m.def("squash_fwd", &squash_fwd, "LEV step 3 after the matmul, forward: u");
+  m.def("squash_bwd", &squash_bwd, "LEV step 3 after the matmul, backward: (dL/dx, dL/dw, dL/db)");
 }
