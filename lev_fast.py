@@ -16,19 +16,13 @@ measures them.
                    whenever the weights may have changed
 """
 import math
-import os
-import platform
-import sys
-import time
-import warnings
-import zlib
 
 import torch
 import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import lev
-from runtime import cpu_flags
+import native
 
 CHUNK_ELEMENTS = 1 << 23   # the torch path's phi holds at most this many numbers per chunk (32 MB in float32)
 
@@ -164,43 +158,14 @@ def torch_log_product(u, S, normalize, eps):
 # ----------------------------------------------------------------------------------------------------
 # The C++ kernel (CPU)
 
-CPP = {}   # the built C++ extension (None if it could not be built), once per process
-
-
 def cpp_kernel(required: bool = True):
-    """lev_kernel.cpp, compiled on first use by torch.utils.cpp_extension (about 45 s, then cached on disk in
-    ~/.cache/torch_extensions under a name tied to this CPU, since it is built with -march=native)."""
-    if "ext" not in CPP:
-        src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "lev_kernel.cpp")
-        # One build per CPU (it is built with -march=native) and per checkout: a build folder shared by two
-        # checkouts would be rebuilt each time the other one loads it.
-        name = f"lev_kernel_{platform.machine()}_{zlib.crc32((cpu_flags() + src).encode()):08x}"
-        t0 = time.time()
-        try:
-            from torch.utils.cpp_extension import get_default_build_root, load
-            root = os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()
-            built = any(f == f"{name}.so" for _, _, files in os.walk(root) for f in files) if os.path.isdir(root) else False
-            if not built:
-                print(f"LEV: compiling the C++ kernel lev_kernel.cpp (once per machine, under a minute on 2 cores; "
-                      f"cached under {root}) ...", file=sys.stderr, flush=True)
-            # -fopenmp: at::parallel_for is an OpenMP pragma in a header (the process shares PyTorch's libgomp).
-            # -ffast-math is a compile flag only: linked with it, gcc < 13 would set flush-to-zero process-wide.
-            CPP["ext"] = load(name=name, sources=[src], verbose=False,
-                               extra_cflags=["-O3", "-march=native", "-ffast-math", "-fopenmp",
-                                             "-mprefer-vector-width=512"], extra_ldflags=["-fopenmp"])
-            CPP["error"] = None
-            if not built:
-                print(f"LEV: C++ kernel ready ({time.time() - t0:.0f} s)", file=sys.stderr, flush=True)
-        except Exception as err:                                             # no compiler, no ninja, no headers
-            CPP["ext"], CPP["error"] = None, f"{type(err).__name__}: {str(err)[-300:]}"
-            warnings.warn(f"LEV: could not build the C++ kernel lev_kernel.cpp ({CPP['error']}); using the "
-                          f"slower PyTorch path (kernel='torch'). It needs a C++ compiler, the Python headers "
-                          f"(e.g. apt install python3-dev) and ninja (pip install ninja).")
-    if required and CPP["ext"] is None:
+    """lev_kernel.cpp, compiled on first use (native.py); None if it cannot be built and not required."""
+    ext = native.load("lev_kernel.cpp", required=False, fallback="the PyTorch path (kernel='torch')")
+    if required and ext is None:
         raise RuntimeError(f"LEVConfig.kernel='cpp' needs the C++ kernel lev_kernel.cpp, which could not be built "
-                           f"({CPP['error']}). Install a C++ compiler, the Python headers and ninja, or use "
-                           f"kernel='torch'.")
-    return CPP["ext"]
+                           f"({native.BUILT['lev_kernel.cpp'][1]}). Install a C++ compiler, the Python headers "
+                           f"and ninja, or use kernel='torch'.")
+    return ext
 
 
 def log_group(eps: float, dtype: torch.dtype) -> int:

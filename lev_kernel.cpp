@@ -18,14 +18,14 @@
 // Backward, with gm = dL/dM * M and q_m = dL/dphi_m = gm_m sgn(phi_m) / (|phi_m| + eps) (the log form):
 //   dL/dS[g_j, m] += w_j q_m      dL/du = (kappa-1) sum_m q_m dphi_m/dx,   dphi_m/dx = sum_j (dw_j/dx) S[g_j, m]
 //
-// Speed (python bench.py measures it): step 4 runs for a whole run of u's in one vectorised loop (Basis). The
-// forward takes a head and a block of 32 ids at a time, seed dimension by seed dimension, so the rows D(l, p)
-// in use (kappa r floats) stay in L1. The backward runs in parallel over (head, block of 64 bytes of seed
-// dimensions), each task owning its rows of dL/dS (no races) and copying its block of u into a (block, N)
-// buffer (one cache line per id and block); within a seed dimension the ids are sorted by their middle knot (a counting
-// sort), so that for a bucket of ids the three rows of Delta and the three sums for dL/dS stay in registers; inside
-// the grid (nearly every id) phi and dphi/dx are one quadratic in t per bucket (bwd_interior), and 1/(phi + eps)
-// is a reciprocal estimate refined by one Newton step (AVX-512) where the compiler would divide.
+// Speed (python bench.py measures it): both passes sort ids by their middle knot g0 (a counting sort), so that a
+// bucket of ids shares the three rows of Delta it reads, kept in registers: inside the grid (nearly every id)
+// phi and dphi/dx are one quadratic in t per bucket (A + t (B + t C), B + 2 t C) and where the bucket's S are
+// all well above 0 the eps nudge is skipped (safe_bucket; bit-identical). The forward takes a head and a block of
+// 64 ids, seed dimension by seed dimension; their running products stay in L1. The backward runs in parallel
+// over (head, 64 bytes of seed dimensions), each task owning its rows of dL/dS (no races), with its block of u
+// copied into a (block, N) buffer (ids are 4 KB apart in u); the bucket's three sums for dL/dS stay in
+// registers. 1/(phi + eps) is a reciprocal estimate refined by one Newton step (AVX-512, float32).
 
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
@@ -39,35 +39,34 @@
 #include <immintrin.h>
 #endif
 
-// Step 4 for a run of values u[0..n) at once (one vectorised loop): for each knot j = 0, 1, 2 (g0-1, g0, g0+1)
-// the offset g_j R of its row of S, clamped onto the grid, and its weight w_j, 0 for a knot off the grid (so a
-// clamped row adds nothing to phi); with grad, also dw_j/dx.
+// Step 4 for a run of values u[0..n) at once (one vectorised loop): each u's bucket key = g0 clamped to [-1, K],
+// plus 1 (the ids of a bucket share their knots g0-1, g0, g0+1 and so their rows of Delta), t = x - g0, and the
+// weights w_j of the knots j = 0, 1, 2 (g0-1, g0, g0+1), 0 for a knot off the grid (whose clamped row then adds
+// nothing to phi); with grad, also dw_j/dx.
 template <typename T>
 struct Basis {
-  std::vector<int32_t> off0, off1, off2, key;                  // key (with grad): g0 clamped to [-1, K], plus 1
-  std::vector<T> w0, w1, w2, dw0, dw1, dw2, tt;                // tt (with grad): t = x - g0
+  std::vector<int32_t> key;
+  std::vector<T> w0, w1, w2, dw0, dw1, dw2, tt;
 
-  explicit Basis(int64_t n) : off0(n), off1(n), off2(n), key(n), w0(n), w1(n), w2(n), dw0(n), dw1(n), dw2(n), tt(n) {}
+  explicit Basis(int64_t n) : key(n), w0(n), w1(n), w2(n), dw0(n), dw1(n), dw2(n), tt(n) {}
 
-  void compute(const T* u, int64_t stride, int64_t n, int64_t K, int64_t R, bool normalize, bool grad) {
-    const int32_t rr = static_cast<int32_t>(R);
+  void compute(const T* u, int64_t n, int64_t K, bool normalize, bool grad) {
     if (grad) {
-      if (normalize) run<true, true>(u, stride, n, T(K - 1), rr); else run<true, false>(u, stride, n, T(K - 1), rr);
+      if (normalize) run<true, true>(u, n, T(K - 1)); else run<true, false>(u, n, T(K - 1));
     } else {
-      if (normalize) run<false, true>(u, stride, n, T(K - 1), rr); else run<false, false>(u, stride, n, T(K - 1), rr);
+      if (normalize) run<false, true>(u, n, T(K - 1)); else run<false, false>(u, n, T(K - 1));
     }
   }
 
   template <bool GRAD, bool NORMALIZE>
-  void run(const T* __restrict__ u, const int64_t stride, int64_t n, const T last, const int32_t rr) {
-    int32_t* __restrict__ o0 = off0.data(); int32_t* __restrict__ o1 = off1.data(); int32_t* __restrict__ o2 = off2.data();
+  void run(const T* __restrict__ u, int64_t n, const T last) {
     int32_t* __restrict__ kk = key.data();
     T* __restrict__ v0 = w0.data(); T* __restrict__ v1 = w1.data(); T* __restrict__ v2 = w2.data();
     T* __restrict__ e0 = dw0.data(); T* __restrict__ e1 = dw1.data(); T* __restrict__ e2 = dw2.data();
     T* __restrict__ ts = tt.data();
     #pragma omp simd
     for (int64_t i = 0; i < n; ++i) {
-      const T x = u[i * stride] * last;                                 // the knots are 0..last; g0 is kept as a T
+      const T x = u[i] * last;                                          // the knots are 0..last; g0 is kept as a T
       const T g0 = std::floor(x + T(0.5));
       const T t = x - g0;
       const T in0 = g0 >= T(1) && g0 <= last + T(1) ? T(1) : T(0);   // 1 if knot g0-1 is on the grid
@@ -79,19 +78,27 @@ struct Basis {
       const T inv = NORMALIZE ? T(1) / (k0 + k1 + k2) : T(1);  // w_j = k_j / s;  dw_j/dx = (dk_j - w_j ds) / s
       const T a0 = k0 * inv, a1 = k1 * inv, a2 = k2 * inv;
       v0[i] = a0; v1[i] = a1; v2[i] = a2;
+      kk[i] = static_cast<int32_t>(std::min(std::max(g0, T(-1)), last + T(1))) + 1;
+      ts[i] = t;
       if (GRAD) {
         const T d0 = in0 * (t - T(0.5)), d1 = in1 * T(-2) * t, d2 = in2 * (T(0.5) + t);
         const T ds = NORMALIZE ? d0 + d1 + d2 : T(0);
         e0[i] = (d0 - a0 * ds) * inv; e1[i] = (d1 - a1 * ds) * inv; e2[i] = (d2 - a2 * ds) * inv;
-        kk[i] = static_cast<int32_t>(std::min(std::max(g0, T(-1)), last + T(1))) + 1;
-        ts[i] = t;
       }
-      o0[i] = static_cast<int32_t>(std::min(std::max(g0 - T(1), T(0)), last)) * rr;
-      o1[i] = static_cast<int32_t>(std::min(std::max(g0, T(0)), last)) * rr;
-      o2[i] = static_cast<int32_t>(std::min(std::max(g0 + T(1), T(0)), last)) * rr;
     }
   }
 };
+
+// Sorting a run of ids by bucket: start[k] .. start[k+1] are bucket k's positions in order (a counting sort).
+template <typename T>
+static inline void sort_by_bucket(const Basis<T>& b, int64_t n, int64_t NB, std::vector<int32_t>& order,
+                                  std::vector<int32_t>& start, std::vector<int32_t>& fill) {
+  std::fill(start.begin(), start.end(), 0);
+  for (int64_t i = 0; i < n; ++i) ++start[b.key[i] + 1];
+  for (int64_t k = 0; k < NB; ++k) start[k + 1] += start[k];
+  std::copy(start.begin(), start.end() - 1, fill.begin());
+  for (int64_t i = 0; i < n; ++i) order[fill[b.key[i]]++] = static_cast<int32_t>(i);
+}
 
 // The bits of an IEEE float: a product x = 2^e m, m in [1, 2), has e + BIAS in its EXP bits above MANT bits of
 // mantissa. Where eps is not a normal number (0, say), a product could reach 0 or a subnormal, which has no
@@ -128,47 +135,57 @@ template <> inline Vec<float>::V Vec<float>::recip(V d) {      // 1/d to ~1 ulp:
 }
 #endif
 
-// Where every S = 1 + Delta of a (head, seed dimension) is positive enough, the eps of step 6 is lost in rounding:
+// Where the three rows of S = 1 + Delta of a bucket are positive enough, the eps of step 6 is lost in rounding:
 // phi is a weighted sum of three S's with weights summing to 7/8 .. 1, so |phi| >= minS 7/8, and when that is
 // >= eps 2^(MANT + 2), phi + copysign(eps, phi) == phi exactly (eps is under half an ulp of phi), phi != 0 and
-// 1 / (|phi| + eps) == 1 / |phi|: the backward skips the nudge and the phi = 0 test there (SAFE), with bit-identical
-// results. S = 1 + Delta starts near 1 (Delta ~ N(0, 0.1^2)); a (head, dimension) with any S below the bound takes
-// the general path. (The forward could too, but a separate pass over Delta to find out costs what it saves.)
-template <typename T>
-static inline bool safe_row(const T* __restrict__ D, int64_t KR, T eps) {
+// 1 / (|phi| + eps) == 1 / |phi|: forward and backward skip the nudge and the phi = 0 test there (SAFE), with
+// bit-identical results. S = 1 + Delta starts near 1 (Delta ~ N(0, 0.1^2)); a bucket with any S below the bound
+// takes the general path. (A partial vector's padding zeros count as S = 1: harmless.)
+template <typename T, int NV, bool FULL>
+static inline bool safe_bucket(const T* D0, const T* D1, const T* D2, int64_t len, T eps) {
   using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
   const T bound = T(2) * eps * T(int64_t(1) << (FloatBits<T>::MANT + 2));   // 2 > 1 / (7/8): margin
   if (!(bound < T(1))) return false;                           // (double: never)
-  V lo[4];
-  for (auto& v : lo) v = V{} + std::numeric_limits<T>::max();
-  int64_t j = 0;
-  for (; j + 4 * L <= KR; j += 4 * L)                          // four chains of vector minima
-    for (int c = 0; c < 4; ++c) { const V x = X::at(D + j + c * L); lo[c] = x < lo[c] ? x : lo[c]; }
-  T m = std::numeric_limits<T>::max();
-  for (int c = 0; c < 4; ++c)
-    for (int k = 0; k < L; ++k) m = std::min(m, lo[c][k]);
-  for (; j < KR; ++j) m = std::min(m, D[j]);
+  V lo = V{} + std::numeric_limits<T>::max();
+  for (int k = 0; k < NV; ++k)
+    for (const T* row : {D0, D1, D2}) {
+      const V x = FULL || (k + 1) * L <= len ? X::at(row + k * L) : X::template load<false>(row, k, len);
+      lo = x < lo ? x : lo;                                    // (a partial vector's padding 0s: S = 1, safe)
+    }
+  T m = lo[0];
+  for (int j = 1; j < L; ++j) m = std::min(m, lo[j]);
   return T(1) + m > bound;
 }
 
-// Steps 5-6 for a block's ids at one (head, seed dimension): each id's r running products times its r factors
-// sgn(phi) (|phi| + eps).
-template <typename T>
-static inline void fwd_factors(const Basis<T>& b, int64_t nb, const T* rows, T* prod, int64_t R, T eps) {
+// The forward on a bucket of a block's ids that share their middle knot g0,
+// on `len` <= NV L modes: each id's running products (pr, rows of R) times sgn(phi) (|phi| + eps) (phi where
+// SAFE). Inside the grid phi_m(t) = A_m + t (B_m + t C_m), with A, B, C from the bucket's three rows of Delta
+// kept in registers (bwd_interior has the algebra); at an end the Basis' weights and the clamped rows.
+template <typename T, int NV, bool FULL, bool SAFE, bool INSIDE>
+static inline void fwd_bucket(const int32_t* order, const Basis<T>& b, int64_t count, const T* D0, const T* D1,
+                              const T* D2, T* pr, int64_t R, int64_t len, T eps) {
   using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
-  for (int64_t i = 0; i < nb; ++i) {
-    const T* __restrict__ D0 = rows + b.off0[i]; const T* __restrict__ D1 = rows + b.off1[i];
-    const T* __restrict__ D2 = rows + b.off2[i];
-    const T w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i], ws = w0 + w1 + w2;
-    T* __restrict__ pr = prod + i * R;
-    int64_t m = 0;
-    for (; m + L <= R; m += L) {                             // step 5, S = 1 + Delta; step 6
-      const V phi = ws + w0 * X::at(D0 + m) + w1 * X::at(D1 + m) + w2 * X::at(D2 + m);
-      X::put(pr + m, X::at(pr + m) * X::nudge(phi, eps));
+  V A[NV], B[NV], C[NV];
+  #pragma GCC unroll 8
+  for (int k = 0; k < NV; ++k) {
+    const V dl0 = X::template load<FULL>(D0, k, len), dl1 = X::template load<FULL>(D1, k, len);
+    const V dl2 = X::template load<FULL>(D2, k, len);
+    if (INSIDE) {
+      A[k] = T(1) + (dl0 + dl2) * T(0.125) + dl1 * T(0.75); B[k] = (dl2 - dl0) * T(0.5); C[k] = (dl0 + dl2) * T(0.5) - dl1;
+    } else {
+      A[k] = dl0; B[k] = dl1; C[k] = dl2;                      // the rows themselves
     }
-    for (; m < R; ++m) {                                     // the same, past the last whole vector
-      const T phi = ws + w0 * D0[m] + w1 * D1[m] + w2 * D2[m];
-      pr[m] *= phi + std::copysign(eps, phi);
+  }
+  for (int64_t t = 0; t < count; ++t) {
+    const int32_t i = order[t];
+    const T x = b.tt[i], w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i], ws = w0 + w1 + w2;
+    T* __restrict__ p = pr + int64_t(i) * R;
+    #pragma GCC unroll 8
+    for (int k = 0; k < NV; ++k) {
+      const V phi = INSIDE ? (C[k] * x + B[k]) * x + A[k] : ws + w0 * A[k] + w1 * B[k] + w2 * C[k];
+      const V f = SAFE ? phi : X::nudge(phi, eps);
+      if (FULL || (k + 1) * L <= len) X::put(p + k * L, X::at(p + k * L) * f);
+      else for (int j = 0; j < L && k * L + j < len; ++j) p[k * L + j] *= f[j];
     }
   }
 }
@@ -178,13 +195,17 @@ static void spline_fwd_impl(const T* u, const T* D, T* M, int64_t N, int64_t H, 
                             int64_t R, bool normalize, T eps, int64_t group) {
   using U = typename FloatBits<T>::U; using I = typename FloatBits<T>::I;
   constexpr int MANT = FloatBits<T>::MANT; constexpr U EXP = FloatBits<T>::EXP; constexpr I BIAS = I(EXP >> 1);
-  constexpr int64_t BLOCK = 32;                                // ids per task: their products fill ~16 KB
+  constexpr int64_t BLOCK = 64;                                // ids per task: their products, 16 KB, stay in L1
+  constexpr int NV = 4, W = NV * Vec<T>::L;                    // modes per pass: four 512-bit vectors
+  const int64_t NB = K + 2;                                    // buckets: g0 = -1 .. K (clamped)
   const T ln2 = T(0.693147180559945309417232121458);
   const int64_t blocks = (N + BLOCK - 1) / BLOCK;
   at::parallel_for(0, H * blocks, 1, [=](int64_t begin, int64_t end) {
     std::vector<T> prod(BLOCK * R), acc(RENORM ? 0 : BLOCK * R), sg(RENORM ? 0 : BLOCK * R);
     std::vector<I> ex(RENORM ? BLOCK * R : 0);
     Basis<T> b(BLOCK);
+    std::vector<T> ub(P * BLOCK);                              // the block's u, (d_s, BLOCK)
+    std::vector<int32_t> order(BLOCK), start(NB + 1), fill(NB);
     const T ep = eps;                                          // a local: stores to prod cannot alias it
     for (int64_t task = begin; task < end; ++task) {           // one head, a block of ids, p by p: the rows of
       const int64_t l = task / blocks, n0 = (task % blocks) * BLOCK, nb = std::min(BLOCK, N - n0);  // D(l, p)
@@ -192,10 +213,35 @@ static void spline_fwd_impl(const T* u, const T* D, T* M, int64_t N, int64_t H, 
       std::fill(prod.begin(), prod.begin() + len, T(1));
       if (RENORM) std::fill(ex.begin(), ex.begin() + len, I(0));
       else { std::fill(acc.begin(), acc.begin() + len, T(0)); std::fill(sg.begin(), sg.begin() + len, T(1)); }
+      for (int64_t i = 0; i < nb; ++i)                         // the block's u, (d_s, nb): ids are 4 KB apart
+        for (int64_t p = 0; p < P; ++p) ub[p * BLOCK + i] = u[((n0 + i) * H + l) * P + p];
       for (int64_t p = 0; p < P; ++p) {
-        b.compute(u + (n0 * H + l) * P + p, H * P, nb, K, R, normalize, false);   // step 4 for the block's ids
+        b.compute(ub.data() + p * BLOCK, nb, K, normalize, false);   // step 4 for the block's ids
+        sort_by_bucket(b, nb, NB, order, start, fill);
         const T* rows = D + (l * P + p) * K * R;
-        fwd_factors(b, nb, rows, prod.data(), R, ep);
+        auto row = [&](int64_t g) { return rows + std::min(std::max<int64_t>(g, 0), K - 1) * R; };
+        for (int64_t k = 0; k < NB; ++k) {                     // steps 5-6, bucket by bucket
+          const int64_t s = start[k], count = start[k + 1] - s, g0 = k - 1;
+          if (!count) continue;
+          const bool inside = g0 >= 1 && g0 + 1 < K;
+          for (int64_t m0 = 0; m0 < R; m0 += W) {
+            const int64_t len = std::min<int64_t>(W, R - m0);
+            const T *D0 = row(g0 - 1) + m0, *D1 = row(g0) + m0, *D2 = row(g0 + 1) + m0;
+            const int32_t* o = order.data() + s;
+            T* pr = prod.data() + m0;
+#define LEV_FWD(FU, SA, IN) fwd_bucket<T, NV, FU, SA, IN>(o, b, count, D0, D1, D2, pr, R, len, ep)
+            if (len == W) {
+              const bool sa = safe_bucket<T, NV, true>(D0, D1, D2, len, ep);
+              if (inside) { if (sa) LEV_FWD(true, true, true); else LEV_FWD(true, false, true); }
+              else { if (sa) LEV_FWD(true, true, false); else LEV_FWD(true, false, false); }
+            } else {
+              const bool sa = safe_bucket<T, NV, false>(D0, D1, D2, len, ep);
+              if (inside) { if (sa) LEV_FWD(false, true, true); else LEV_FWD(false, false, true); }
+              else { if (sa) LEV_FWD(false, true, false); else LEV_FWD(false, false, false); }
+            }
+#undef LEV_FWD
+          }
+        }
         if ((p + 1) % group == 0 || p == P - 1) {               // |prod| >= eps^group: no underflow
           T* __restrict__ pr = prod.data();
           if (RENORM) {
@@ -327,7 +373,7 @@ static inline void bwd_edge(const int32_t* order, const Basis<T>& b, int64_t cou
 template <typename T>
 static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* grad_D, int64_t N, int64_t H,
                             int64_t P, int64_t K, int64_t R, bool normalize, T eps) {
-  constexpr int NV = 2, L = Vec<T>::L, W = NV * L;            // modes per pass: two 512-bit vectors
+  constexpr int NV = 4, L = Vec<T>::L, W = NV * L;            // modes per pass: four 512-bit vectors (r = 64 in one)
   constexpr int64_t PB = 64 / sizeof(T);                      // seed dimensions per task
   const int64_t NB = K + 2;                                    // buckets: g0 = -1 .. K (clamped)
   const int64_t blocks = (P + PB - 1) / PB;
@@ -343,27 +389,20 @@ static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* g
       for (int64_t q = 0; q < pn; ++q) {                       // one (head, seed dimension)
         const int64_t lp = l * P + p0 + q;
         const T* rows = D + lp * K * R;
-        const bool sa = safe_row(rows, K * R, eps);            // no eps nudge needed (see safe_row)
         T* grows = grad_D + lp * K * R;
         std::fill(grows, grows + K * R, T(0));                 // this task's rows of dL/dS
         std::fill(du.begin(), du.end(), T(0));
-        b.compute(ub.data() + q * N, 1, N, K, R, normalize, true);
-        // Counting sort of the ids by their middle knot g0, so that each bucket's knots and rows are fixed.
-        std::fill(start.begin(), start.end(), 0);
-        for (int64_t i = 0; i < N; ++i) ++start[b.key[i] + 1];
-        for (int64_t k = 0; k < NB; ++k) start[k + 1] += start[k];
-        std::copy(start.begin(), start.end() - 1, fill.begin());
-        for (int64_t i = 0; i < N; ++i) order[fill[b.key[i]]++] = static_cast<int32_t>(i);
+        b.compute(ub.data() + q * N, N, K, normalize, true);
+        sort_by_bucket(b, N, NB, order, start, fill);          // so that each bucket's knots and rows are fixed
+        auto row = [&](int64_t g) { return std::min(std::max<int64_t>(g, 0), K - 1) * R; };
         const T* gml = gm + l * N * R;
         for (int64_t k = 0; k < NB; ++k) {
-          const int64_t s = start[k], count = start[k + 1] - s;
+          const int64_t s = start[k], count = start[k + 1] - s, g0 = k - 1;   // the knots g0-1, g0, g0+1
           if (!count) continue;
-          const int32_t first = order[s];
-          const int64_t g0 = k - 1;                            // the bucket's knots g0-1, g0, g0+1
-          const T* D0 = rows + b.off0[first]; const T* D1 = rows + b.off1[first]; const T* D2 = rows + b.off2[first];
-          T* G0 = g0 - 1 >= 0 && g0 - 1 < K ? grows + b.off0[first] : nullptr;
-          T* G1 = g0 >= 0 && g0 < K ? grows + b.off1[first] : nullptr;
-          T* G2 = g0 + 1 >= 0 && g0 + 1 < K ? grows + b.off2[first] : nullptr;
+          const T *D0 = rows + row(g0 - 1), *D1 = rows + row(g0), *D2 = rows + row(g0 + 1);
+          T* G0 = g0 - 1 >= 0 && g0 - 1 < K ? grows + row(g0 - 1) : nullptr;   // off the grid: no gradient
+          T* G1 = g0 >= 0 && g0 < K ? grows + row(g0) : nullptr;
+          T* G2 = g0 + 1 >= 0 && g0 + 1 < K ? grows + row(g0 + 1) : nullptr;
           const bool inside = g0 >= 1 && g0 + 1 < K;
           for (int64_t m0 = 0; m0 < R; m0 += W) {
             const int32_t* o = order.data() + s;
@@ -372,11 +411,13 @@ static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* g
             const int64_t len = std::min<int64_t>(W, R - m0);
 #define LEV_BUCKET(F, FU, SA) F<T, NV, FU, SA>(o, b, count, D0 + m0, D1 + m0, D2 + m0, gml + m0, R, len, eps, g[0], \
                                                g[1], g[2], d)
-            if (inside) {
-              if (len == W) { if (sa) LEV_BUCKET(bwd_interior, true, true); else LEV_BUCKET(bwd_interior, true, false); }
-              else { if (sa) LEV_BUCKET(bwd_interior, false, true); else LEV_BUCKET(bwd_interior, false, false); }
+            if (len == W) {
+              const bool sa = safe_bucket<T, NV, true>(D0 + m0, D1 + m0, D2 + m0, len, eps);
+              if (inside) { if (sa) LEV_BUCKET(bwd_interior, true, true); else LEV_BUCKET(bwd_interior, true, false); }
+              else { if (sa) LEV_BUCKET(bwd_edge, true, true); else LEV_BUCKET(bwd_edge, true, false); }
             } else {
-              if (len == W) { if (sa) LEV_BUCKET(bwd_edge, true, true); else LEV_BUCKET(bwd_edge, true, false); }
+              const bool sa = safe_bucket<T, NV, false>(D0 + m0, D1 + m0, D2 + m0, len, eps);
+              if (inside) { if (sa) LEV_BUCKET(bwd_interior, false, true); else LEV_BUCKET(bwd_interior, false, false); }
               else { if (sa) LEV_BUCKET(bwd_edge, false, true); else LEV_BUCKET(bwd_edge, false, false); }
             }
 #undef LEV_BUCKET

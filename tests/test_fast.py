@@ -13,6 +13,7 @@ import torch
 
 import lev
 import lev_fast
+import native
 from lev import LEV, LEVConfig, bspline_basis, coefficients, separable_product
 from lev_fast import spline_product
 from test_lev import SMALL, reference_lev
@@ -325,7 +326,7 @@ def test_float32_inside_bf16_autocast(kernel):
 
 
 def test_no_compiler_falls_back_to_torch_and_cpp_says_why(monkeypatch):
-    monkeypatch.setattr(lev_fast, "CPP", {"ext": None, "error": "RuntimeError: no compiler here"})
+    monkeypatch.setitem(native.BUILT, "lev_kernel.cpp", (None, "RuntimeError: no compiler here"))
     u = torch.rand(2, 1, 3, dtype=torch.float64, requires_grad=True)
     S = 1 + 0.1 * torch.randn(1, 3, 4, 2, dtype=torch.float64)
     torch.testing.assert_close(spline_product(u, S - 1, kernel="auto"), plain(u, S))
