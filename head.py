@@ -32,32 +32,46 @@ Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has
     blocks over positions: dL/dW (V, D) is read and written once per block, so blocks must not be tiny
     (CHUNK_LOGITS below). Splitting V for dL/dW alone (Cut Cross-Entropy) would avoid that at the price of
     recomputing the logits; not done.
+  - Each block's loss and softmax - one-hot ("the rows"): on a CPU, head_kernel.cpp does them in one C++ pass
+    per row of logits, in place, in the matmul's dtype (PyTorch makes five passes over float32 copies of the
+    whole block); elsewhere, or with kernel="torch" or float64, PyTorch's block_log_softmax and
+    softmax_minus_onehot_. The same numbers to float rounding (tests/test_head.py compares them).
   - Dtypes follow nn.Linear: under torch.autocast the matmuls run in the autocast dtype (bf16), as they
     would for `lm_head(x)`; otherwise in the inputs' dtype. The logits are upcast to float32 (float64 for
-    float64 inputs) for log_softmax, the loss and dL/dz, which goes back to the matmul's dtype for the two
+    float64 inputs; the C++ rows: one by one, in registers) for log_softmax, the loss and dL/dz, which goes back to the matmul's dtype for the two
     gradient matmuls; dL/dW is summed over the blocks in float32 and cast to W's dtype at the end, dL/dx
     to x's; the loss is float32 (float64 for float64 inputs). autograd.Function bodies run with autocast
     off, casting explicitly (what torch.amp.custom_fwd does, without fixing the device type).
 
-tests/test_head.py checks values and gradients against the plain path in float64 and under bf16 autocast,
-and that nothing of size N * V is saved for backward.
+tests/test_head.py checks values and gradients against the plain path in float64, float32 and under bf16
+autocast, the C++ rows against PyTorch's, and that nothing of size N * V is saved for backward.
 """
 import torch
 import torch.nn.functional as F
 
-# Default block size, in logits per block: 2^23, i.e. (1 << 23) // V = 166 positions at V = 50257 (a 32 MB
-# float32 block). Measured on this project's 2-core AMD EPYC CPU (avx512_bf16), V = 50257, forward + backward
-# of reduction "mean", fastest of 3, 2 threads, seconds for blocks of 2^22 / 2^23 / 2^24 logits:
+import native
+
+# Default block sizes. PyTorch's rows make float32 copies of a block's logits (two or three at once): 2^23 logits,
+# (1 << 23) // V = 166 positions at V = 50257. Measured on the project's 2-core AMD EPYC CPU (avx512_bf16),
+# V = 50257, forward + backward of reduction "mean", fastest of 3, 2 threads, seconds for 2^22 / 2^23 / 2^24:
 #   N = 1024, D = 128:  float32 0.28 / 0.28 / 0.31    bf16 autocast 0.14 / 0.13 / 0.25
 #   N = 2048, D = 384:  float32 1.40 / 1.29 / 1.41    bf16 autocast 1.11 / 0.87 / 0.86
 # (1 thread: the same ranking; 2^21 and below lose 10-100% to the per-block (V, D) sum of dL/dW; one block
 # for all N is no faster and holds all the logits). On a GPU a larger block likely pays (not measured).
+# head_kernel.cpp's rows hold only the block itself, in the matmul's dtype: just under 32 MiB (bf16: 2^24
+# logits, 333 positions). Measured on a 2-core Intel Xeon (AMX), quick-start training step (tied, bf16 autocast),
+# paired medians, blocks of 16 / 32 / 64 MiB: 1.09 / 1 / 0.93 (fewer blocks: fewer (V, D) sums for dL/dW); but a
+# block of 32 MiB or more is beyond glibc's largest mmap threshold (runtime.keep_freed_memory), so each one is
+# fresh pages that the kernel zeroes, every step; the quick start's peak RSS is 720 MB at 32 MiB, 742 MB at 64.
 CHUNK_LOGITS = 1 << 23
+CHUNK_BYTES = 32 << 20
 
 
-def default_chunk_size(V: int) -> int:
-    """Positions per block so that one block's logits (n, V) hold about CHUNK_LOGITS numbers."""
-    return max(1, CHUNK_LOGITS // V)
+def default_chunk_size(V: int, bytes_per_logit: int = 0) -> int:
+    """Positions per block: CHUNK_LOGITS logits for PyTorch's rows (bytes_per_logit 0), CHUNK_BYTES of logits
+    for the C++ rows (bytes_per_logit: the matmul dtype's size)."""
+    logits = CHUNK_BYTES // bytes_per_logit if bytes_per_logit else CHUNK_LOGITS
+    return max(1, logits // V)
 
 
 def plain_cross_entropy(x, W, targets, reduction="mean"):
@@ -69,12 +83,14 @@ def plain_cross_entropy(x, W, targets, reduction="mean"):
     return loss.view(targets.shape) if reduction == "none" else loss
 
 
-def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None):
+def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kernel="auto"):
     """Cross-entropy of the logits x W^T against targets, block by block over positions.
 
     x (N, D) or (B, T, D); W (V, D); targets int64 with x's leading shape. reduction "mean" or "sum" returns a
     scalar, "none" the per-token losses with targets' shape; float32 (float64 for float64 inputs).
-    chunk_size: positions per block (default: default_chunk_size(V)).
+    chunk_size: positions per block (default: default_chunk_size).
+    kernel: each block's loss and softmax - one-hot by the C++ rows ("cpp", head_kernel.cpp), by PyTorch
+    ("torch"), or "auto": C++ for float32 and bfloat16 on a CPU when it builds, else PyTorch.
     """
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
@@ -84,13 +100,16 @@ def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None):
         raise ValueError(f"targets {tuple(targets.shape)} must have x's leading shape {tuple(x.shape[:-1])}.")
     if targets.dtype.is_floating_point or targets.dtype == torch.bool:
         raise TypeError(f"targets must be integer class ids (int64), got {targets.dtype}.")
-    chunk = default_chunk_size(W.shape[0]) if chunk_size is None else int(chunk_size)
+    dtype = compute_dtype(x, W)
+    acc = torch.float64 if dtype == torch.float64 else torch.float32
+    rows = row_kernel(x.device, dtype, acc, kernel)
+    chunk = (default_chunk_size(W.shape[0], dtype.itemsize if rows else 0) if chunk_size is None
+             else int(chunk_size))
     if chunk < 1:
         raise ValueError(f"chunk_size must be a positive number of positions, got {chunk_size}.")
-    dtype = compute_dtype(x, W)
     # Function.forward runs with grad mode off and its ctx.needs_input_grad ignores no_grad: pass the mode.
     loss = LinearCrossEntropy.apply(x.reshape(-1, x.shape[-1]), W, targets.reshape(-1).long(),
-                                    reduction, chunk, dtype, torch.is_grad_enabled())
+                                    reduction, chunk, dtype, torch.is_grad_enabled(), kernel)
     return loss.view(targets.shape) if reduction == "none" else loss
 
 
@@ -124,7 +143,38 @@ def softmax_minus_onehot_(logp, y):
     return p
 
 
-def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None):
+def row_kernel(device: torch.device, dtype: torch.dtype, acc: torch.dtype, kernel: str):
+    """head_kernel.cpp (native.py) when it applies: kernel "cpp", or "auto" on a CPU, for float32 or bfloat16
+    logits (dtype: the matmul's) summed in float32; None: the PyTorch rows (block_log_softmax,
+    softmax_minus_onehot_)."""
+    if kernel not in ("auto", "cpp", "torch"):
+        raise ValueError(f"kernel must be 'auto', 'cpp' or 'torch', got {kernel!r}.")
+    fits = device.type == "cpu" and acc == torch.float32 and dtype in (torch.float32, torch.bfloat16)
+    if kernel == "torch" or (kernel == "auto" and not fits):
+        return None
+    if not fits:
+        raise ValueError(f"kernel='cpp' runs on CPU tensors of float32 or bfloat16; got {dtype} on {device}.")
+    return native.load("head_kernel.cpp", required=kernel == "cpp", fallback="the PyTorch rows (kernel='torch')")
+
+
+def block_loss(xc, Wc, y, acc, need_grad, g, rows):
+    """One block: loss_n (n,) in acc and, if need_grad, dz = g_n (softmax(z_n) - onehot(y_n)) (n, V) in the
+    matmul's dtype, z = xc Wc^T; by the C++ rows (rows, in place in z's buffer) or by PyTorch."""
+    if rows is not None:
+        z = xc @ Wc.t()                                                      # (n, V) logits, the matmul's dtype
+        loss = rows.xent_rows_(z, y, torch.empty(0) if g is None else g.float().contiguous(), need_grad)
+        return loss, (z if need_grad else None)
+    logp = block_log_softmax(xc, Wc, acc)                                    # (n, V)
+    loss = -logp.gather(1, y[:, None]).squeeze(1)                            # lse(z_n) - z_n[y_n]
+    if not need_grad:
+        return loss, None
+    dz = softmax_minus_onehot_(logp, y)                                      # (n, V)
+    if g is not None:
+        dz.mul_(g[:, None])                                                  # g_n (softmax - onehot)
+    return loss, dz.to(Wc.dtype)                                             # back to the matmul's dtype
+
+
+def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None, kernel="auto"):
     """The loop over blocks of positions: loss_n (N,) and, if asked, the rows dloss_n/dx_n (N, D) and the sum
     sum_n dloss_n/dW (V, D), each term times g_n when g (N,) is given. Each block's logits are dropped as
     soon as they are used; the sum over blocks is kept in acc (float32, or float64 for float64 inputs)."""
@@ -132,22 +182,19 @@ def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None):
     loss = torch.empty(N, dtype=acc, device=xc.device)                       # (N,)
     grad_x = torch.empty(N, D, dtype=acc, device=xc.device) if need_x else None
     grad_W = torch.zeros(Wc.shape, dtype=acc, device=Wc.device) if need_W else None
+    rows = row_kernel(xc.device, Wc.dtype, acc, kernel)
     for a, b in blocks(N, chunk):
-        y = targets[a:b]                                                     # (n,)
-        logp = block_log_softmax(xc[a:b], Wc, acc)                           # (n, V)
-        loss[a:b] = -logp.gather(1, y[:, None]).squeeze(1)                   # lse(z_n) - z_n[y_n]
-        if need_x or need_W:
-            dz = softmax_minus_onehot_(logp, y)                              # (n, V)
-            if g is not None:
-                dz.mul_(g[a:b, None])                                        # g_n (softmax - onehot)
-            dz = dz.to(Wc.dtype)                                             # back to the matmul's dtype
+        loss[a:b], dz = block_loss(xc[a:b], Wc, targets[a:b], acc, need_x or need_W,
+                                   None if g is None else g[a:b], rows)
+        if dz is not None:
             if need_x:
                 grad_x[a:b] = dz @ Wc                                        # (n, V) @ (V, D)
             if need_W and dz.dtype == acc:
                 grad_W.addmm_(dz.t(), xc[a:b])                               # += (V, n) @ (n, D), in place
             elif need_W:
-                grad_W += dz.t() @ xc[a:b]                                   # bf16 matmul, float32 sum
-        del logp
+                grad_W += (dz.t() @ xc[a:b]).to(acc)                         # bf16 matmul, float32 sum
+                # (.to first: adding a bf16 tensor into a float32 one is 2x slower than converting, then adding)
+        del dz
     return loss, grad_x, grad_W
 
 
@@ -158,15 +205,15 @@ class LinearCrossEntropy(torch.autograd.Function):
     once_differentiable: no double backward (nothing in this project needs it)."""
 
     @staticmethod
-    def forward(ctx, x, W, targets, reduction, chunk, dtype, grad_enabled):
+    def forward(ctx, x, W, targets, reduction, chunk, dtype, grad_enabled, kernel):
         acc = torch.float64 if dtype == torch.float64 else torch.float32     # softmax, loss, sums
         need_x, need_W = grad_enabled and ctx.needs_input_grad[0], grad_enabled and ctx.needs_input_grad[1]
         now = reduction != "none"                                            # gradients now, or in backward
-        ctx.reduction, ctx.chunk, ctx.dtype, ctx.acc = reduction, chunk, dtype, acc
+        ctx.reduction, ctx.chunk, ctx.dtype, ctx.acc, ctx.kernel = reduction, chunk, dtype, acc, kernel
         ctx.x_dtype, ctx.W_dtype = x.dtype, W.dtype
         with torch.autocast(x.device.type, enabled=False):
             loss, grad_x, grad_W = chunked_pass(x.to(dtype), W.to(dtype), targets, chunk, acc,
-                                                now and need_x, now and need_W)
+                                                now and need_x, now and need_W, kernel=kernel)
         if reduction == "none":
             if need_x or need_W:
                 ctx.save_for_backward(x, W, targets)                         # backward recomputes the logits
@@ -183,12 +230,12 @@ class LinearCrossEntropy(torch.autograd.Function):
             g = grad_out.to(ctx.acc) * ctx.scale
             grad_x = None if grad_x is None else (grad_x * g).to(ctx.x_dtype)
             grad_W = None if grad_W is None else (grad_W * g).to(ctx.W_dtype)
-            return grad_x, grad_W, None, None, None, None, None
+            return grad_x, grad_W, None, None, None, None, None, None
         x, W, targets = ctx.saved_tensors                                    # grad_out (N,): per token
         with torch.autocast(x.device.type, enabled=False):
             _, grad_x, grad_W = chunked_pass(x.to(ctx.dtype), W.to(ctx.dtype), targets, ctx.chunk, ctx.acc,
                                              ctx.needs_input_grad[0], ctx.needs_input_grad[1],
-                                             g=grad_out.to(ctx.acc))
+                                             g=grad_out.to(ctx.acc), kernel=ctx.kernel)
         grad_x = None if grad_x is None else grad_x.to(ctx.x_dtype)
         grad_W = None if grad_W is None else grad_W.to(ctx.W_dtype)
-        return grad_x, grad_W, None, None, None, None, None
+        return grad_x, grad_W, None, None, None, None, None, None

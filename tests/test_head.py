@@ -4,6 +4,8 @@ anything of size N * V for backward, while the plain path does."""
 import pytest
 import torch
 
+import head
+import native
 from head import default_chunk_size, linear_cross_entropy, plain_cross_entropy
 
 
@@ -75,6 +77,7 @@ def test_float32_matches_float64_reference(reduction):
 def test_default_chunk_size():
     x, W, targets = data(20, 8, 301, dtype=torch.float32)
     assert default_chunk_size(50257) == 166 and default_chunk_size(10 ** 9) == 1
+    assert default_chunk_size(50257, 2) == 333                                # bf16 logits in the C++ rows
     assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)
 
 
@@ -175,6 +178,75 @@ def test_evaluation_under_no_grad():
     assert sizes == [] and per_token.grad_fn is None and mean.grad_fn is None
     torch.testing.assert_close(per_token, plain_cross_entropy(x, W, targets, "none").detach())
     torch.testing.assert_close(mean, per_token.mean())
+
+
+# ----------------------------------------------------------------------------------------------------
+# The C++ rows (head_kernel.cpp) against the PyTorch rows
+
+def cpp_rows_available():
+    return native.load("head_kernel.cpp", required=False) is not None
+
+
+needs_cpp = pytest.mark.skipif(not cpp_rows_available(), reason="head_kernel.cpp could not be built here")
+
+
+@needs_cpp
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("autocast", [False, True])
+def test_cpp_rows_match_torch_rows(reduction, autocast):
+    """Loss and both gradients with kernel="cpp" equal kernel="torch" (float32: to float rounding; bf16: up to
+    one bf16 rounding of softmax - one-hot), with blocks that do not divide N and logits of both signs."""
+    x, W, targets = data(45, 16, 301, dtype=torch.float32, scale=3.0, seed=4)
+    with torch.autocast("cpu", dtype=torch.bfloat16, enabled=autocast):
+        cpp = value_and_grads(linear_cross_entropy, x, W, targets, reduction, chunk_size=8, kernel="cpp")
+        ref = value_and_grads(linear_cross_entropy, x, W, targets, reduction, chunk_size=8, kernel="torch")
+    tol = dict(rtol=1e-2, atol=1e-3) if autocast else dict(rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(cpp[0], ref[0], rtol=1e-5, atol=1e-5)        # the loss: float32 either way
+    for o, r in zip(cpp[1:], ref[1:]):
+        torch.testing.assert_close(o, r, **tol)
+
+
+@needs_cpp
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_cpp_rows_softmax_minus_onehot(dtype):
+    """One block straight: dz = g (softmax - onehot) in z's dtype, as PyTorch computes and rounds it."""
+    gen = torch.Generator().manual_seed(5)
+    xc, Wc = torch.randn(7, 8, generator=gen).to(dtype), torch.randn(50, 8, generator=gen).to(dtype)
+    y, g = torch.randint(0, 50, (7,), generator=gen), torch.rand(7, generator=gen) + 0.5
+    rows = native.load("head_kernel.cpp")
+    loss, dz = head.block_loss(xc, Wc, y, torch.float32, True, g, rows)
+    z = (xc @ Wc.t()).float()
+    ref = g[:, None] * (torch.softmax(z, 1) - torch.nn.functional.one_hot(y, 50))
+    assert dz.dtype == dtype and dz.shape == (7, 50)
+    torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(z, y, reduction="none"))
+    torch.testing.assert_close(dz, ref.to(dtype), rtol=0 if dtype == torch.float32 else 2 ** -7, atol=1e-6)
+    assert (dz.float().sum(1)).abs().max() < 1e-2                             # each row sums to g (1 - 1) = 0
+
+
+@needs_cpp
+def test_cpp_rows_errors():
+    x, W, targets = data(6, 4, 9, dtype=torch.float32)
+    with pytest.raises(RuntimeError, match="out of bounds: the head has 9 classes"):
+        linear_cross_entropy(x, W, torch.tensor([0, 1, 2, 9, 4, 5]), kernel="cpp")
+    with pytest.raises(ValueError, match="float32 or bfloat16"):
+        linear_cross_entropy(x.double(), W.double(), targets, kernel="cpp")
+    with pytest.raises(ValueError, match="kernel must be"):
+        linear_cross_entropy(x, W, targets, kernel="fast")
+
+
+def test_a_kernel_that_cannot_be_built_warns_and_falls_back(tmp_path, monkeypatch):
+    """native.load on a source that does not compile: one warning naming the fallback, None, and a
+    RuntimeError that says what to install when the kernel is required; head.py then uses PyTorch's rows."""
+    (tmp_path / "head_kernel.cpp").write_text("this is not C++\n")
+    monkeypatch.setattr(native, "ROOT", str(tmp_path))
+    monkeypatch.setattr(native, "BUILT", {})
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "build"))
+    with pytest.warns(UserWarning, match="could not build the C\\+\\+ kernel head_kernel.cpp"):
+        assert native.load("head_kernel.cpp", required=False) is None
+    with pytest.raises(RuntimeError, match="Install a C\\+\\+ compiler"):
+        native.load("head_kernel.cpp", required=True)
+    x, W, targets = data(6, 4, 9, dtype=torch.float32)
+    assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)     # "auto": the PyTorch rows
 
 
 # ----------------------------------------------------------------------------------------------------
