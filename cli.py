@@ -68,12 +68,14 @@ _FIELD = re.compile(r"\s+(\w+)\s*:")
 
 def field_help(cls) -> dict:
     """{field: its comment} read from the dataclass's source: the comment after the field (or after the last
-    line of a default that spans several lines), plus the comment-only lines right below it."""
+    line of a default that spans several lines), plus the comment-only lines right below it that are indented
+    further than the field (a comment at the field's own indentation heads the next fields)."""
     try:
         lines = textwrap.dedent(inspect.getsource(cls)).splitlines()
     except (OSError, TypeError):                                   # no source (e.g. built in a REPL)
         return {}
-    names, out, current, depth = {f.name for f in dataclasses.fields(cls)}, {}, None, 0
+    names, out, current, depth, indent = {f.name for f in dataclasses.fields(cls)}, {}, None, 0, 0
+    margin = lambda line: len(line) - len(line.lstrip())
     for line in lines:
         m = _FIELD.match(line)
         code = line.split("#")[0]
@@ -81,10 +83,10 @@ def field_help(cls) -> dict:
             out[current] = (out[current] + " " + _comment(line)).strip()
             depth += code.count("(") + code.count("[") + code.count("{") - code.count(")") - code.count("]") - code.count("}")
         elif m and m.group(1) in names:
-            current = m.group(1)
+            current, indent = m.group(1), margin(line)
             out[current] = _comment(line)
             depth = code.count("(") + code.count("[") + code.count("{") - code.count(")") - code.count("]") - code.count("}")
-        elif line.strip().startswith("#") and current:
+        elif line.strip().startswith("#") and current and margin(line) > indent:   # the comment, continued
             out[current] = (out[current] + " " + line.strip()[1:].strip()).strip()
         elif line.strip():
             current = None

@@ -14,6 +14,8 @@ class Demo:
     edges: list[float] = field(default_factory=lambda: [1e-4, 1e-5])   # bucket edges,
                                    # continued on a second line
     label: str = "a # b"           # a default that holds a hash
+    # a section comment at the fields' own indentation heads the next fields: no one's help
+    seed: int = 0                  # the seed
 
 
 def test_comments_become_help(capsys):
@@ -21,6 +23,7 @@ def test_comments_become_help(capsys):
     assert helps["corpus"] == "which corpus to read"
     assert helps["edges"] == "bucket edges, continued on a second line"
     assert helps["label"] == "a default that holds a hash"
+    assert helps["seed"] == "the seed" and "section" not in " ".join(helps.values())
     with pytest.raises(SystemExit) as e:
         parse(Demo, ["--help"])
     assert e.value.code == 0
