@@ -21,7 +21,8 @@ round (paired), which is what a shared machine allows. Progress goes to stderr, 
            (generate, batch 1, eval mode, no KV cache); MFU = flops_per_token * tokens / step time / the FLOP/s
            of a large matmul in the same dtype measured in this run (LEV's own work is not in flops_per_token).
   dtype    tied and lev, training step with (a) float32 + plain head (what nanoGPT does on a CPU), (b) bf16
-           + plain head, (c) bf16 + chunked head (head.py), (d) float32 + chunked head, at the quick-start size
+           + plain head, (c) bf16 + chunked head (head.py), (d) float32 + chunked head, (e) = (c) with PyTorch's
+           rows instead of head_kernel.cpp's (what the C++ rows buy), at the quick-start size
            (train.py's "cpu" preset, batch 8) and the reference config; ratios to (a), lev/tied per variant;
            and the peak RSS (VmHWM) of `python train.py --emb=lev` with --dtype=float32 --head=plain vs the
            defaults, reported by the train.py process itself (a child's ru_maxrss would report this process's).
@@ -59,8 +60,9 @@ LEV_PATHS = {  # name -> LEVConfig changes; "compiled" (with --compile) is torch
     "dedup_fused_cpp": dict(dedup=True, sparse_basis=True, kernel="cpp"),
 }
 SECTIONS = ("lev", "arms", "dtype")
-DTYPE_HEAD = {"(a) fp32+plain": ("float32", "plain"), "(b) bf16+plain": ("bfloat16", "plain"),
-              "(c) bf16+chunked": ("bfloat16", "chunked"), "(d) fp32+chunked": ("float32", "chunked")}
+DTYPE_HEAD = {"(a) fp32+plain": ("float32", "plain", "auto"), "(b) bf16+plain": ("bfloat16", "plain", "auto"),
+              "(c) bf16+chunked": ("bfloat16", "chunked", "auto"), "(d) fp32+chunked": ("float32", "chunked", "auto"),
+              "(e) bf16+chunked, torch rows": ("bfloat16", "chunked", "torch")}   # (e): (c) without head_kernel.cpp
 TINY = dict(batch_size=2, block_size=32, n_layer=2, n_head=2, n_embd=32, vocab_size=1000)
 
 
@@ -185,9 +187,10 @@ def sampler(a: BenchConfig, model, prompt):
 
 def dtype_variant(a: BenchConfig, cfg: GPTConfig, B: int, arm: str, variant: str):
     """One training step of the "dtype and head" section: (run, model)."""
-    dtype, head = DTYPE_HEAD[variant]
+    dtype, head, rows = DTYPE_HEAD[variant]
     ids = batch_ids(a, B, cfg.block_size, cfg.vocab_size)[0]
-    return train_step(replace(cfg, emb=arm, head=head), ids[:, :-1], ids[:, 1:], a.device, dtype, a.compile)
+    return train_step(replace(cfg, emb=arm, head=head, head_kernel=rows), ids[:, :-1], ids[:, 1:], a.device, dtype,
+                      a.compile)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -317,7 +320,7 @@ def section_arms(a: BenchConfig, argv, x, y, warm, flops) -> dict:
 
 
 def section_dtype(a: BenchConfig, argv, warm) -> dict:
-    """tied and lev x (a)-(d) at two configs; one round-robin per config (its 8 variants in turns)."""
+    """tied and lev x (a)-(e) at two configs; one round-robin per config (its 10 variants in turns)."""
     res = {}
     for name, (cfg, B) in dtype_configs(a).items():
         fns = {f"{arm} {v}": dtype_variant(a, cfg, B, arm, v)[0] for arm in ("tied", "lev") for v in DTYPE_HEAD}
@@ -326,7 +329,7 @@ def section_dtype(a: BenchConfig, argv, warm) -> dict:
         rows = {}
         for k in t:
             arm, v = k.split(" ", 1)
-            rows[k] = dict(arm=arm, variant=v, dtype=DTYPE_HEAD[v][0], head=DTYPE_HEAD[v][1],
+            rows[k] = dict(arm=arm, variant=v, dtype=DTYPE_HEAD[v][0], head=DTYPE_HEAD[v][1], rows=DTYPE_HEAD[v][2],
                            ms=1e3 * statistics.median(t[k]), times_ms=[1e3 * s for s in t[k]],
                            vs_a=paired(t, f"{arm} (a) fp32+plain", k), lev_vs_tied=paired(t, f"tied {v}", f"lev {v}"),
                            peak_mb=measure_memory(argv, f"dtype:{name}:{arm}:{v}") if a.memory != "none" else None)
@@ -446,10 +449,10 @@ def print_tables(res, a):
         for name, c in res["dtype"].items():
             print(f"{name}: {c['n_layer']} x {c['n_embd']}, {c['n_head']} heads, context {c['block_size']}, "
                   f"batch {c['batch_size']}, V={c['vocab_size']}")
-            print(f"  {'arm':<6}{'variant':<19}{'ms':>9}{'vs (a)':>8}{'lev/tied':>10}{mem:>13}")
+            print(f"  {'arm':<6}{'variant':<30}{'ms':>9}{'vs (a)':>8}{'lev/tied':>10}{mem:>13}")
             for r in c["variants"].values():
                 lt = fmt(r["lev_vs_tied"], ".3f") if r["arm"] == "lev" else ""
-                print(f"  {r['arm']:<6}{r['variant']:<19}{r['ms']:>9.1f}{r['vs_a']:>8.3f}{lt:>10}{fmt(r['peak_mb'], '.0f'):>13}")
+                print(f"  {r['arm']:<6}{r['variant']:<30}{r['ms']:>9.1f}{r['vs_a']:>8.3f}{lt:>10}{fmt(r['peak_mb'], '.0f'):>13}")
     if "quickstart_rss" in res:
         print("\nthe quick-start command's peak RSS (VmHWM of the train.py process; its largest child in brackets)")
         for flags, r in res["quickstart_rss"].items():

@@ -63,6 +63,7 @@ class GPTConfig:
     lev_project_seed: bool = LEVConfig.project_seed  # fast path: W applied to the codebook rows, not to each z
     head: str = "chunked"         # the output head's loss: "chunked" (head.py: never holds the (B*T, V) logits)
                                   # or "plain" (full logits, then cross-entropy: the readable reference)
+    head_kernel: str = "auto"     # the chunked head's rows: "cpp" (head_kernel.cpp, CPU), "torch", "auto" (cpp on a CPU)
     # equal footing of the input maps (our choice; see the module docstring)
     input_scale: str = "init"     # "init": each input map's last layer rescaled so its output has RMS input_rms at
                                   # initialisation; "norm": an RMSNorm after every input map; "none": as built
@@ -75,10 +76,10 @@ class GPTConfig:
     emb_mlp_act: str = "gelu"     # the nonlinearity of flat_mlp and factorized_mlp: gelu, relu or silu
     emb_mlp_bias: bool = False    # biases in the MLP layers of flat_mlp and factorized_mlp
 
-    CHOICES = dict(emb=EMB_CHOICES, head=("chunked", "plain"), input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
+    CHOICES = dict(emb=EMB_CHOICES, head=("chunked", "plain"), head_kernel=("auto", "cpp", "torch"), input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
                    emb_mlp_act=("gelu", "relu", "silu"))
     # Fields that choose how the same function is computed, not what it is: a resumed run may change them.
-    COMPUTE_ONLY = ("lev_sparse_basis", "lev_dedup", "lev_project_seed", "head")
+    COMPUTE_ONLY = ("lev_sparse_basis", "lev_dedup", "lev_project_seed", "head", "head_kernel")
     # What a checkpoint written before a field existed meant by it (how the model was built then).
     LEGACY = dict(input_scale="none")
 
@@ -358,7 +359,7 @@ class GPT(nn.Module):
         if targets is None:
             return self.lm_head(x[:, -1:] if last_only else x), None         # (B, T or 1, V)
         if self.cfg.head == "chunked":                                       # (B, T, V) never held
-            return None, linear_cross_entropy(x, self.lm_head.weight, targets, reduction)
+            return None, linear_cross_entropy(x, self.lm_head.weight, targets, reduction, kernel=self.cfg.head_kernel)
         logits = self.lm_head(x)                                             # (B, T, V): the plain head
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1), reduction=reduction)
         return logits, (loss.view(B, T) if reduction == "none" else loss)

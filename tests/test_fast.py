@@ -385,8 +385,8 @@ def test_bench_dtype_and_head_section(tmp_path, capsys):
     assert list(res["dtype"]) == ["quick-start", "reference"]
     for c in res["dtype"].values():
         rows = c["variants"]
-        assert len(rows) == 8 and {(r["arm"], r["dtype"], r["head"]) for r in rows.values()} == {
-            (arm, dt, hd) for arm in ("tied", "lev") for dt, hd in bench.DTYPE_HEAD.values()}
+        assert len(rows) == 10 and {(r["arm"], r["dtype"], r["head"], r["rows"]) for r in rows.values()} == {
+            (arm, *v) for arm in ("tied", "lev") for v in bench.DTYPE_HEAD.values()}
         for r in rows.values():
             assert r["ms"] > 0 and r["vs_a"] > 0 and r["lev_vs_tied"] > 0
         assert rows["tied (a) fp32+plain"]["vs_a"] == 1.0 and rows["tied (c) bf16+chunked"]["lev_vs_tied"] == \
