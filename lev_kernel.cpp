@@ -127,8 +127,10 @@ template <typename T> struct Vec {
   static V at(const T* p) { V v; std::memcpy(&v, p, sizeof v); return v; }
   static void put(T* p, V v) { std::memcpy(p, &v, sizeof v); }
   static void add_to(T* p, V v) { put(p, at(p) + v); }
+  static T sum(V v) { T s = 0; for (int j = 0; j < L; ++j) s += v[j]; return s; }
 };
 #if defined(__AVX512F__)
+template <> inline float Vec<float>::sum(V v) { return _mm512_reduce_add_ps((__m512)v); }
 template <> inline Vec<float>::V Vec<float>::recip(V d) {      // 1/d to ~1 ulp: rcp14, then one Newton step
   const __m512 x = (__m512)d, r = _mm512_rcp14_ps(x);         // r + r (1 - x r)
   return (V)_mm512_fmadd_ps(r, _mm512_fnmadd_ps(x, r, _mm512_set1_ps(1.0f)), r);
@@ -286,7 +288,8 @@ static void spline_fwd_impl(const T* u, const T* D, T* M, int64_t N, int64_t H, 
 // The backward works on buckets of ids that share their middle knot g0 (so the same rows D0, D1, D2 of Delta and
 // rows G0, G1, G2 of dL/dS), on `len` <= NV L modes at a time; the bucket's ids come in `order` (indices into
 // the Basis and into gm) and each adds its part of sum_m q_m dphi_m/dx to its L slots of du (du is in bucket
-// order). The sums for dL/dS stay in registers (a0, a1, a2) over the bucket's ids. Written with GCC's vector
+// order; where all r modes fit in one pass, each id's dL/du is written at once instead). The sums for dL/dS
+// stay in registers (a0, a1, a2) over the bucket's ids. Written with GCC's vector
 // extensions (GCC and Clang): with plain arrays, a0-a2 stayed in memory. FULL: len == NV L.
 
 // A bucket inside the grid (1 <= g0 <= kappa-2), nearly every id in practice: all three knots are live and the
@@ -298,7 +301,7 @@ static void spline_fwd_impl(const T* u, const T* D, T* M, int64_t N, int64_t H, 
 template <typename T, int NV, bool FULL, bool SAFE>
 static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t count, const T* D0, const T* D1,
                                 const T* D2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2,
-                                T* du) {
+                                T* du, T* gu, T scale) {
   using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
   V A[NV], B[NV], C[NV], a0[NV], a1[NV], a2[NV];
   const V zero = V{};
@@ -323,7 +326,8 @@ static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t
       dv += q * (C[k] * x2 + B[k]);
       a0[k] += w0 * q; a1[k] += w1 * q; a2[k] += w2 * q;
     }
-    X::add_to(du + t * L, dv);
+    if (gu) gu[i] = scale * X::sum(dv);                        // one pass over the modes: dL/du at once
+    else X::add_to(du + t * L, dv);
   }
   for (int k = 0; k < NV; ++k)
     for (int j = 0; j < L && k * L + j < len; ++j) {
@@ -336,7 +340,8 @@ static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t
 // they are.
 template <typename T, int NV, bool FULL, bool SAFE>
 static inline void bwd_edge(const int32_t* order, const Basis<T>& b, int64_t count, const T* D0, const T* D1,
-                            const T* D2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2, T* du) {
+                            const T* D2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2, T* du,
+                            T* gu, T scale) {
   using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
   V dl0[NV], dl1[NV], dl2[NV], a0[NV], a1[NV], a2[NV];
   const V zero = V{};
@@ -358,7 +363,8 @@ static inline void bwd_edge(const int32_t* order, const Basis<T>& b, int64_t cou
       dv += q * (dws + dw0 * dl0[k] + dw1 * dl1[k] + dw2 * dl2[k]);
       a0[k] += w0 * q; a1[k] += w1 * q; a2[k] += w2 * q;
     }
-    X::add_to(du + t * L, dv);
+    if (gu) gu[i] = scale * X::sum(dv);                        // one pass over the modes: dL/du at once
+    else X::add_to(du + t * L, dv);
   }
   for (int k = 0; k < NV; ++k)
     for (int j = 0; j < L && k * L + j < len; ++j) {
@@ -377,6 +383,7 @@ static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* g
   constexpr int64_t PB = 64 / sizeof(T);                      // seed dimensions per task
   const int64_t NB = K + 2;                                    // buckets: g0 = -1 .. K (clamped)
   const int64_t blocks = (P + PB - 1) / PB;
+  const bool one_pass = R <= W;                                // then each id's dL/du is written at once
   at::parallel_for(0, H * blocks, 1, [=](int64_t begin, int64_t end) {
     Basis<T> b(N);
     std::vector<int32_t> order(N), start(NB + 1), fill(NB);
@@ -391,7 +398,7 @@ static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* g
         const T* rows = D + lp * K * R;
         T* grows = grad_D + lp * K * R;
         std::fill(grows, grows + K * R, T(0));                 // this task's rows of dL/dS
-        std::fill(du.begin(), du.end(), T(0));
+        if (!one_pass) std::fill(du.begin(), du.end(), T(0));
         b.compute(ub.data() + q * N, N, K, normalize, true);
         sort_by_bucket(b, N, NB, order, start, fill);          // so that each bucket's knots and rows are fixed
         auto row = [&](int64_t g) { return std::min(std::max<int64_t>(g, 0), K - 1) * R; };
@@ -410,7 +417,7 @@ static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* g
             T* d = du.data() + s * L;
             const int64_t len = std::min<int64_t>(W, R - m0);
 #define LEV_BUCKET(F, FU, SA) F<T, NV, FU, SA>(o, b, count, D0 + m0, D1 + m0, D2 + m0, gml + m0, R, len, eps, g[0], \
-                                               g[1], g[2], d)
+                                               g[1], g[2], d, one_pass ? gub.data() + q * N : nullptr, T(K - 1))
             if (len == W) {
               const bool sa = safe_bucket<T, NV, true>(D0 + m0, D1 + m0, D2 + m0, len, eps);
               if (inside) { if (sa) LEV_BUCKET(bwd_interior, true, true); else LEV_BUCKET(bwd_interior, true, false); }
@@ -423,7 +430,7 @@ static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* g
 #undef LEV_BUCKET
           }
         }
-        for (int64_t t = 0; t < N; ++t) {                      // dL/du = (kappa - 1) sum_m q_m dphi_m/dx
+        for (int64_t t = 0; t < N && !one_pass; ++t) {        // dL/du = (kappa - 1) sum_m q_m dphi_m/dx
           T sum = 0;
           for (int64_t j = 0; j < L; ++j) sum += du[t * L + j];
           gub[q * N + order[t]] = T(K - 1) * sum;
