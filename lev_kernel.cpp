@@ -492,15 +492,21 @@ std::vector<torch::Tensor> spline_bwd(torch::Tensor u, torch::Tensor D, torch::T
 //   dL/db_l = sum_rows dy,  dL/dw_l = sum_rows dy xhat,  dL/dx = rstd (g - mean(g) - xhat mean(g xhat)).
 // One pass over the row where PyTorch makes five (normalise, scale, shift, divide, sigmoid) and as many back;
 // the backward recomputes mean and rstd (two sums per row) rather than keep them.
+// Sums over a row with whole vectors (GCC's "omp simd reduction" went through memory here), then the tail.
 template <typename T>
 static inline void row_stats(const T* __restrict__ xr, int64_t P, T ln_eps, T& mu, T& rs) {
-  T s = 0, v = 0;
-  #pragma omp simd reduction(+:s)
-  for (int64_t p = 0; p < P; ++p) s += xr[p];
-  mu = s / T(P);
-  #pragma omp simd reduction(+:v)
-  for (int64_t p = 0; p < P; ++p) v += (xr[p] - mu) * (xr[p] - mu);
-  rs = T(1) / std::sqrt(v / T(P) + ln_eps);
+  using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
+  V s = V{};
+  int64_t p = 0;
+  for (; p + L <= P; p += L) s += X::at(xr + p);
+  T sum = X::sum(s);
+  for (int64_t q = p; q < P; ++q) sum += xr[q];
+  mu = sum / T(P);
+  V v = V{};
+  for (p = 0; p + L <= P; p += L) { const V d = X::at(xr + p) - mu; v += d * d; }
+  T var = X::sum(v);
+  for (int64_t q = p; q < P; ++q) var += (xr[q] - mu) * (xr[q] - mu);
+  rs = T(1) / std::sqrt(var / T(P) + ln_eps);
 }
 
 template <typename T>
@@ -526,6 +532,7 @@ static void squash_fwd_impl(const T* x, const T* w, const T* b, T* u, int64_t N,
 template <typename T>
 static void squash_bwd_impl(const T* gu, const T* x, const T* u, const T* w, T* gx, T* gw, T* gb, int64_t N,
                             int64_t H, int64_t P, T inv_t, T ln_eps) {
+  using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
   at::parallel_for(0, H, 1, [=](int64_t begin, int64_t end) {
     std::vector<T> xh(P), g(P);
     for (int64_t l = begin; l < end; ++l) {
@@ -539,9 +546,17 @@ static void squash_bwd_impl(const T* gu, const T* x, const T* u, const T* w, T* 
         const T* __restrict__ gr = gu + row * P;
         T mu, rs;
         row_stats(xr, P, ln_eps, mu, rs);
-        T sg = 0, sgx = 0;
-        #pragma omp simd reduction(+:sg, sgx)
-        for (int64_t p = 0; p < P; ++p) {
+        V sgv = V{}, sgxv = V{};
+        int64_t p = 0;
+        for (; p + L <= P; p += L) {
+          const V xhat = (X::at(xr + p) - mu) * rs, uu = X::at(ur + p);
+          const V dy = X::at(gr + p) * uu * (T(1) - uu) * inv_t, gg = dy * X::at(wl + p);
+          X::add_to(gbl + p, dy); X::add_to(gwl + p, dy * xhat);
+          X::put(xhp + p, xhat); X::put(gp + p, gg);
+          sgv += gg; sgxv += gg * xhat;
+        }
+        T sg = X::sum(sgv), sgx = X::sum(sgxv);
+        for (; p < P; ++p) {                                   // the tail, the same in scalars
           const T xhat = (xr[p] - mu) * rs, dy = gr[p] * ur[p] * (T(1) - ur[p]) * inv_t;
           gbl[p] += dy; gwl[p] += dy * xhat;
           xhp[p] = xhat; gp[p] = dy * wl[p];
@@ -550,7 +565,7 @@ static void squash_bwd_impl(const T* gu, const T* x, const T* u, const T* w, T* 
         const T mg = sg / T(P), mgx = sgx / T(P);
         T* __restrict__ gxr = gx + row * P;
         #pragma omp simd
-        for (int64_t p = 0; p < P; ++p) gxr[p] = rs * (gp[p] - mg - xhp[p] * mgx);
+        for (int64_t q = 0; q < P; ++q) gxr[q] = rs * (gp[q] - mg - xhp[q] * mgx);
       }
     }
   });
