@@ -245,7 +245,8 @@ class LEV(nn.Module):
                 S = 1.0 + p["delta"]                                               # (h, d_s, kappa, r)
                 phi = coefficients(bspline_basis(u, cfg.kappa, cfg.basis_norm), S)  # (N, h, d_s, r)
                 M = separable_product(phi, cfg.eps)                                # (N, h, r)
-            return merge_heads(M, p["W_out"])                                      # (N, D)
+            M = lev_fast.pad_rows(M)                                               # (N', h, r): shapes repeat
+            return merge_heads(M, p["W_out"])[: ids.shape[0]]                      # (N, D)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
         """ids (B, T) int64 -> embeddings (B, T, D) float32."""

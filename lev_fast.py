@@ -10,7 +10,8 @@ measures them.
                    "torch" chunks of ids in PyTorch (any device, the GPU path): memory bounded by
                            CHUNK_ELEMENTS per chunk plus u (N, h, d_s), however many distinct ids N a batch has
   projected_seed   steps 2-3's matmul on the k b codebook rows instead of on each id's seed z
-  unique           each distinct id of a batch once, padded so that shapes repeat (kept out of torch.compile)
+  unique, pad_rows each distinct id of a batch once (kept out of torch.compile); step 7 on rows padded so that
+                   its matmul shapes repeat
   check_ids        ids outside [0, V) are an error, not silently aliased digits
   TableCache       rows of the V x D table G(0..V-1), computed once for evaluation and sampling, forgotten
                    whenever the weights may have changed
@@ -41,19 +42,26 @@ def check_ids(ids: torch.Tensor, V: int, who: str):
                          f"tokenizer than the model's (vocab_size {V}); prepare the data with the model's tokenizer.")
 
 
-PAD_IDS = 64   # the distinct ids of a batch are padded to a multiple of this many (see unique)
+PAD_IDS = 64   # step 7's matmul runs on a multiple of this many rows (see pad_rows)
 
 
 @torch.compiler.disable
 def unique(ids: torch.Tensor):
-    """(uniq, inverse): the distinct ids (U,) padded with copies of the first one to a multiple of PAD_IDS, and
-    ids' positions in them (ids == uniq[inverse]). Padding makes the shapes of LEV's matmuls repeat from step to
-    step: oneDNN (and torch.compile) keep one kernel per shape, and with a new U every step those caches grew by
-    250 MB and a step slowed by 30% over the first 60 steps of the quick start (measured). The padded rows are
-    never gathered, so they get no gradient. Kept out of torch.compile graphs (U depends on the data)."""
-    uniq, inverse = torch.unique(ids, return_inverse=True)
-    pad = -uniq.numel() % PAD_IDS
-    return (torch.cat([uniq, uniq[:1].expand(pad)]) if pad and uniq.numel() else uniq), inverse
+    """(uniq, inverse): the distinct ids (U,) and ids' positions in them (ids == uniq[inverse]). Kept out of
+    torch.compile graphs (U depends on the data)."""
+    return torch.unique(ids, return_inverse=True)
+
+
+def pad_rows(t: torch.Tensor) -> torch.Tensor:
+    """t (U, ...) with zero rows appended up to a multiple of PAD_IDS, so that step 7's matmul (the one matmul whose
+    shape follows the number U of distinct ids) repeats its shapes from step to step: oneDNN keeps one kernel per
+    shape, and with a new U every step its cache grew by 250 MB and a step slowed by 30% over the first 60 steps
+    of the quick start (measured). Only there: steps 2-6 run on the U rows themselves (padding the ids cost them
+    7-18% more work at the quick start). Under torch.compile: t as it is."""
+    pad = -t.shape[0] % PAD_IDS
+    if not pad or torch.compiler.is_compiling():
+        return t
+    return torch.cat([t, t.new_zeros(pad, *t.shape[1:])])
 
 
 # ----------------------------------------------------------------------------------------------------

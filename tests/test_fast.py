@@ -452,11 +452,17 @@ def test_bench_cli_both_spellings_and_booleans():
     assert bench.parse_args(["--compile"]).compile is True
 
 
-def test_distinct_ids_are_padded_so_shapes_repeat():
+def test_distinct_ids_once_and_step_7_on_padded_rows():
     ids = torch.tensor([[5, 3, 5, 9], [3, 3, 70, 5]])
     uniq, inverse = lev_fast.unique(ids)
-    assert uniq.numel() % lev_fast.PAD_IDS == 0 and set(uniq.tolist()) == {3, 5, 9, 70}
-    assert torch.equal(uniq[inverse], ids)
-    sizes = {lev_fast.unique(torch.randint(0, 5000, (8, 128), generator=torch.Generator().manual_seed(s)))[0].numel()
-             for s in range(20)}
+    assert uniq.tolist() == [3, 5, 9, 70] and torch.equal(uniq[inverse], ids)   # steps 2-6: the U ids, no more
+    M = torch.randn(4, 2, 3, requires_grad=True)
+    padded = lev_fast.pad_rows(M)
+    assert padded.shape == (lev_fast.PAD_IDS, 2, 3) and torch.equal(padded[:4], M) and not padded[4:].any()
+    padded.sum().backward()
+    assert torch.equal(M.grad, torch.ones_like(M))
+    sizes = {lev_fast.pad_rows(torch.zeros(lev_fast.unique(torch.randint(0, 5000, (8, 128),
+             generator=torch.Generator().manual_seed(s)))[0].numel(), 1)).shape[0] for s in range(20)}
     assert len(sizes) <= 3                                                  # a few shapes, not one per batch
+
+
