@@ -162,7 +162,7 @@ static inline bool safe_bucket(const T* D0, const T* D1, const T* D2, int64_t le
 // The forward on a bucket of a block's ids that share their middle knot g0,
 // on `len` <= NV L modes: each id's running products (pr, rows of R) times sgn(phi) (|phi| + eps) (phi where
 // SAFE). Inside the grid phi_m(t) = A_m + t (B_m + t C_m), with A, B, C from the bucket's three rows of Delta
-// kept in registers (bwd_interior has the algebra); at an end the Basis' weights and the clamped rows.
+// kept in registers (bwd_bucket has the algebra); at an end the Basis' weights and the clamped rows.
 template <typename T, int NV, bool FULL, bool SAFE, bool INSIDE>
 static inline void fwd_bucket(const int32_t* order, const Basis<T>& b, int64_t count, const T* D0, const T* D1,
                               const T* D2, T* pr, int64_t R, int64_t len, T eps) {
@@ -292,16 +292,18 @@ static void spline_fwd_impl(const T* u, const T* D, T* M, int64_t N, int64_t H, 
 // stay in registers (a0, a1, a2) over the bucket's ids. Written with GCC's vector
 // extensions (GCC and Clang): with plain arrays, a0-a2 stayed in memory. FULL: len == NV L.
 
-// A bucket inside the grid (1 <= g0 <= kappa-2), nearly every id in practice: all three knots are live and the
-// weights are the plain quadratic B-spline of t (normalising changes nothing: they sum to 1), so
+// INSIDE, a bucket inside the grid (1 <= g0 <= kappa-2), nearly every id in practice: all three knots are live
+// and the weights are the plain quadratic B-spline of t (normalising changes nothing: they sum to 1), so
 //   phi_m(t) = A_m + t (B_m + t C_m),   dphi_m/dx = B_m + 2 t C_m,
 //   A = 1 + (D0 + D2)/8 + 3/4 D1,  B = (D2 - D0)/2,  C = (D0 + D2)/2 - D1   (D_j: the rows of Delta; S = 1 + Delta)
 // (w0 = (1/2 - t)^2/2 = 1/8 - t/2 + t^2/2, w1 = 3/4 - t^2, w2 = 1/8 + t/2 + t^2/2): per mode two multiply-adds
-// for phi and one for dphi/dx, instead of three and three.
-template <typename T, int NV, bool FULL, bool SAFE>
-static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t count, const T* D0, const T* D1,
-                                const T* D2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2,
-                                T* du, T* gu, T scale) {
+// for phi and one for dphi/dx, instead of three and three. At an end of the grid (g0 = -1, 0, kappa-1 or kappa)
+// some knots are off the grid (weight 0, G == nullptr) and, when normalising, the weights are k_j / sum_i k_i:
+// there A, B, C are the rows themselves and phi, dphi/dx come from the Basis' weights and their derivatives.
+template <typename T, int NV, bool FULL, bool SAFE, bool INSIDE>
+static inline void bwd_bucket(const int32_t* order, const Basis<T>& b, int64_t count, const T* D0, const T* D1,
+                              const T* D2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2,
+                              T* du, T* gu, T scale) {
   using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
   V A[NV], B[NV], C[NV], a0[NV], a1[NV], a2[NV];
   const V zero = V{};
@@ -309,58 +311,28 @@ static inline void bwd_interior(const int32_t* order, const Basis<T>& b, int64_t
   for (int k = 0; k < NV; ++k) {
     const V dl0 = X::template load<FULL>(D0, k, len), dl1 = X::template load<FULL>(D1, k, len);
     const V dl2 = X::template load<FULL>(D2, k, len);
-    A[k] = T(1) + (dl0 + dl2) * T(0.125) + dl1 * T(0.75); B[k] = (dl2 - dl0) * T(0.5); C[k] = (dl0 + dl2) * T(0.5) - dl1;
+    if (INSIDE) {
+      A[k] = T(1) + (dl0 + dl2) * T(0.125) + dl1 * T(0.75); B[k] = (dl2 - dl0) * T(0.5); C[k] = (dl0 + dl2) * T(0.5) - dl1;
+    } else {
+      A[k] = dl0; B[k] = dl1; C[k] = dl2;                      // the rows themselves
+    }
     a0[k] = a1[k] = a2[k] = zero;
   }
   for (int64_t t = 0; t < count; ++t) {
     const int32_t i = order[t];
     const T x = b.tt[i], x2 = x + x, w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i];
+    const T dw0 = INSIDE ? T(0) : b.dw0[i], dw1 = INSIDE ? T(0) : b.dw1[i], dw2 = INSIDE ? T(0) : b.dw2[i];
+    const T ws = w0 + w1 + w2, dws = dw0 + dw1 + dw2;         // S = 1 + Delta: phi = ws + sum_j w_j Delta_j
     const T* gmr = gm + int64_t(i) * R;
     V dv = zero;
     #pragma GCC unroll 8
-    for (int k = 0; k < NV; ++k) {
-      const V phi = (C[k] * x + B[k]) * x + A[k];              // recomputed, never stored
+    for (int k = 0; k < NV; ++k) {                             // phi recomputed, never stored
+      const V phi = INSIDE ? (C[k] * x + B[k]) * x + A[k] : ws + w0 * A[k] + w1 * B[k] + w2 * C[k];
+      const V dphi = INSIDE ? C[k] * x2 + B[k] : dws + dw0 * A[k] + dw1 * B[k] + dw2 * C[k];
       const V r = X::recip(SAFE ? phi : X::nudge(phi, eps));   // sgn(phi) / (|phi| + eps)
       const V g = X::template load<FULL>(gmr, k, len);
       const V q = SAFE ? g * r : (phi != 0 ? g * r : zero);     // dL/dphi (0 where phi = 0)
-      dv += q * (C[k] * x2 + B[k]);
-      a0[k] += w0 * q; a1[k] += w1 * q; a2[k] += w2 * q;
-    }
-    if (gu) gu[i] = scale * X::sum(dv);                        // one pass over the modes: dL/du at once
-    else X::add_to(du + t * L, dv);
-  }
-  for (int k = 0; k < NV; ++k)
-    for (int j = 0; j < L && k * L + j < len; ++j) {
-      G0[k * L + j] += a0[k][j]; G1[k * L + j] += a1[k][j]; G2[k * L + j] += a2[k][j];
-    }
-}
-
-// A bucket at an end of the grid (g0 = -1, 0, kappa-1 or kappa): some knots are off the grid (weight 0, G ==
-// nullptr) and, when normalising, the weights are k_j / sum_i k_i; the Basis' weights and their derivatives as
-// they are.
-template <typename T, int NV, bool FULL, bool SAFE>
-static inline void bwd_edge(const int32_t* order, const Basis<T>& b, int64_t count, const T* D0, const T* D1,
-                            const T* D2, const T* gm, int64_t R, int64_t len, T eps, T* G0, T* G1, T* G2, T* du,
-                            T* gu, T scale) {
-  using X = Vec<T>; using V = typename X::V; constexpr int L = X::L;
-  V dl0[NV], dl1[NV], dl2[NV], a0[NV], a1[NV], a2[NV];
-  const V zero = V{};
-  for (int k = 0; k < NV; ++k) {
-    dl0[k] = X::template load<FULL>(D0, k, len); dl1[k] = X::template load<FULL>(D1, k, len);
-    dl2[k] = X::template load<FULL>(D2, k, len); a0[k] = a1[k] = a2[k] = zero;
-  }
-  for (int64_t t = 0; t < count; ++t) {
-    const int32_t i = order[t];
-    const T w0 = b.w0[i], w1 = b.w1[i], w2 = b.w2[i], dw0 = b.dw0[i], dw1 = b.dw1[i], dw2 = b.dw2[i];
-    const T ws = w0 + w1 + w2, dws = dw0 + dw1 + dw2;       // S = 1 + Delta: phi = ws + sum_j w_j Delta_j
-    const T* gmr = gm + int64_t(i) * R;
-    V dv = zero;
-    for (int k = 0; k < NV; ++k) {
-      const V phi = ws + w0 * dl0[k] + w1 * dl1[k] + w2 * dl2[k];
-      const V r = X::recip(SAFE ? phi : X::nudge(phi, eps));
-      const V g = X::template load<FULL>(gmr, k, len);
-      const V q = SAFE ? g * r : (phi != 0 ? g * r : zero);
-      dv += q * (dws + dw0 * dl0[k] + dw1 * dl1[k] + dw2 * dl2[k]);
+      dv += q * dphi;
       a0[k] += w0 * q; a1[k] += w1 * q; a2[k] += w2 * q;
     }
     if (gu) gu[i] = scale * X::sum(dv);                        // one pass over the modes: dL/du at once
@@ -416,16 +388,16 @@ static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* g
             T* g[3] = {G0 ? G0 + m0 : nullptr, G1 ? G1 + m0 : nullptr, G2 ? G2 + m0 : nullptr};
             T* d = du.data() + s * L;
             const int64_t len = std::min<int64_t>(W, R - m0);
-#define LEV_BUCKET(F, FU, SA) F<T, NV, FU, SA>(o, b, count, D0 + m0, D1 + m0, D2 + m0, gml + m0, R, len, eps, g[0], \
-                                               g[1], g[2], d, one_pass ? gub.data() + q * N : nullptr, T(K - 1))
+#define LEV_BUCKET(FU, SA, IN) bwd_bucket<T, NV, FU, SA, IN>(o, b, count, D0 + m0, D1 + m0, D2 + m0, gml + m0, R, \
+                                 len, eps, g[0], g[1], g[2], d, one_pass ? gub.data() + q * N : nullptr, T(K - 1))
             if (len == W) {
               const bool sa = safe_bucket<T, NV, true>(D0 + m0, D1 + m0, D2 + m0, len, eps);
-              if (inside) { if (sa) LEV_BUCKET(bwd_interior, true, true); else LEV_BUCKET(bwd_interior, true, false); }
-              else { if (sa) LEV_BUCKET(bwd_edge, true, true); else LEV_BUCKET(bwd_edge, true, false); }
+              if (inside) { if (sa) LEV_BUCKET(true, true, true); else LEV_BUCKET(true, false, true); }
+              else { if (sa) LEV_BUCKET(true, true, false); else LEV_BUCKET(true, false, false); }
             } else {
               const bool sa = safe_bucket<T, NV, false>(D0 + m0, D1 + m0, D2 + m0, len, eps);
-              if (inside) { if (sa) LEV_BUCKET(bwd_interior, false, true); else LEV_BUCKET(bwd_interior, false, false); }
-              else { if (sa) LEV_BUCKET(bwd_edge, false, true); else LEV_BUCKET(bwd_edge, false, false); }
+              if (inside) { if (sa) LEV_BUCKET(false, true, true); else LEV_BUCKET(false, false, true); }
+              else { if (sa) LEV_BUCKET(false, true, false); else LEV_BUCKET(false, false, false); }
             }
 #undef LEV_BUCKET
           }
