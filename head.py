@@ -38,8 +38,8 @@ Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has
     softmax_minus_onehot_. The same numbers to float rounding (tests/test_head.py compares them).
   - Dtypes follow nn.Linear: under torch.autocast the matmuls run in the autocast dtype (bf16), as they
     would for `lm_head(x)`; otherwise in the inputs' dtype. The logits are upcast to float32 (float64 for
-    float64 inputs; the C++ rows: one by one, in registers) for log_softmax, the loss and dL/dz, which goes back to the matmul's dtype for the two
-    gradient matmuls; dL/dW is summed over the blocks in float32 and cast to W's dtype at the end, dL/dx
+    float64 inputs; the C++ rows: one by one, in registers) for log_softmax, the loss and dL/dz, which goes
+    back to the matmul's dtype for the two gradient matmuls; dL/dW is summed over the blocks in float32 and cast to W's dtype at the end, dL/dx
     to x's; the loss is float32 (float64 for float64 inputs). autograd.Function bodies run with autocast
     off, casting explicitly (what torch.amp.custom_fwd does, without fixing the device type).
 
@@ -109,7 +109,7 @@ def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kerne
         raise ValueError(f"chunk_size must be a positive number of positions, got {chunk_size}.")
     # Function.forward runs with grad mode off and its ctx.needs_input_grad ignores no_grad: pass the mode.
     loss = LinearCrossEntropy.apply(x.reshape(-1, x.shape[-1]), W, targets.reshape(-1).long(),
-                                    reduction, chunk, dtype, torch.is_grad_enabled(), kernel)
+                                    reduction, chunk, dtype, torch.is_grad_enabled(), rows)
     return loss.view(targets.shape) if reduction == "none" else loss
 
 
@@ -174,15 +174,15 @@ def block_loss(xc, Wc, y, acc, need_grad, g, rows):
     return loss, dz.to(Wc.dtype)                                             # back to the matmul's dtype
 
 
-def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None, kernel="auto"):
+def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None, rows=None):
     """The loop over blocks of positions: loss_n (N,) and, if asked, the rows dloss_n/dx_n (N, D) and the sum
     sum_n dloss_n/dW (V, D), each term times g_n when g (N,) is given. Each block's logits are dropped as
-    soon as they are used; the sum over blocks is kept in acc (float32, or float64 for float64 inputs)."""
+    soon as they are used; the sum over blocks is kept in acc (float32, or float64 for float64 inputs).
+    rows: head_kernel.cpp's module (row_kernel) or None for PyTorch's rows."""
     N, D = xc.shape
     loss = torch.empty(N, dtype=acc, device=xc.device)                       # (N,)
     grad_x = torch.empty(N, D, dtype=acc, device=xc.device) if need_x else None
     grad_W = torch.zeros(Wc.shape, dtype=acc, device=Wc.device) if need_W else None
-    rows = row_kernel(xc.device, Wc.dtype, acc, kernel)
     for a, b in blocks(N, chunk):
         loss[a:b], dz = block_loss(xc[a:b], Wc, targets[a:b], acc, need_x or need_W,
                                    None if g is None else g[a:b], rows)
@@ -205,15 +205,15 @@ class LinearCrossEntropy(torch.autograd.Function):
     once_differentiable: no double backward (nothing in this project needs it)."""
 
     @staticmethod
-    def forward(ctx, x, W, targets, reduction, chunk, dtype, grad_enabled, kernel):
+    def forward(ctx, x, W, targets, reduction, chunk, dtype, grad_enabled, rows):
         acc = torch.float64 if dtype == torch.float64 else torch.float32     # softmax, loss, sums
         need_x, need_W = grad_enabled and ctx.needs_input_grad[0], grad_enabled and ctx.needs_input_grad[1]
         now = reduction != "none"                                            # gradients now, or in backward
-        ctx.reduction, ctx.chunk, ctx.dtype, ctx.acc, ctx.kernel = reduction, chunk, dtype, acc, kernel
+        ctx.reduction, ctx.chunk, ctx.dtype, ctx.acc, ctx.rows = reduction, chunk, dtype, acc, rows
         ctx.x_dtype, ctx.W_dtype = x.dtype, W.dtype
         with torch.autocast(x.device.type, enabled=False):
             loss, grad_x, grad_W = chunked_pass(x.to(dtype), W.to(dtype), targets, chunk, acc,
-                                                now and need_x, now and need_W, kernel=kernel)
+                                                now and need_x, now and need_W, rows=rows)
         if reduction == "none":
             if need_x or need_W:
                 ctx.save_for_backward(x, W, targets)                         # backward recomputes the logits
@@ -235,7 +235,7 @@ class LinearCrossEntropy(torch.autograd.Function):
         with torch.autocast(x.device.type, enabled=False):
             _, grad_x, grad_W = chunked_pass(x.to(ctx.dtype), W.to(ctx.dtype), targets, ctx.chunk, ctx.acc,
                                              ctx.needs_input_grad[0], ctx.needs_input_grad[1],
-                                             g=grad_out.to(ctx.acc), kernel=ctx.kernel)
+                                             g=grad_out.to(ctx.acc), rows=ctx.rows)
         grad_x = None if grad_x is None else grad_x.to(ctx.x_dtype)
         grad_W = None if grad_W is None else grad_W.to(ctx.W_dtype)
         return grad_x, grad_W, None, None, None, None, None, None

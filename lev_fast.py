@@ -99,10 +99,7 @@ def spline_product(u: torch.Tensor, delta: torch.Tensor, normalize: bool = True,
     lev.bspline_basis_sparse(u), in log space as lev.separable_product. u (N, h, d_s); delta (h, d_s, kappa, r)
     -> M (N, h, r). The C++ kernel adds the 1 on the fly (S, 4 MB at the defaults, is never formed).
     kernel: "cpp" (CPU), "torch" (any device), "auto" (cpp for CPU tensors when it builds, else torch)."""
-    if kernel == "auto":
-        kernel = "cpp" if u.device.type == "cpu" and cpp_kernel(required=False) is not None else "torch"
-    if kernel == "cpp":
-        cpp_kernel(required=True)
+    if use_cpp(kernel, u):
         return cpp_spline_product(u.contiguous(), delta.contiguous(), normalize, eps)   # (N, h, r)
     log_mag, sign = torch_log_product(u, 1.0 + delta, normalize, eps)               # (N, h, r) x2
     return sign * torch.exp(log_mag)
@@ -168,12 +165,15 @@ def torch_log_product(u, S, normalize, eps):
 
 def cpp_kernel(required: bool = True):
     """lev_kernel.cpp, compiled on first use (native.py); None if it cannot be built and not required."""
-    ext = native.load("lev_kernel.cpp", required=False, fallback="the PyTorch path (kernel='torch')")
-    if required and ext is None:
-        raise RuntimeError(f"LEVConfig.kernel='cpp' needs the C++ kernel lev_kernel.cpp, which could not be built "
-                           f"({native.BUILT['lev_kernel.cpp'][1]}). Install a C++ compiler, the Python headers "
-                           f"and ninja, or use kernel='torch'.")
-    return ext
+    return native.load("lev_kernel.cpp", required, fallback="the PyTorch path (LEVConfig.kernel='torch')")
+
+
+def use_cpp(kernel: str, t: torch.Tensor) -> bool:
+    """Whether LEVConfig.kernel runs the C++ kernel on t: "cpp" (an error if it cannot be built), "torch", or
+    "auto" (C++ for CPU tensors when it builds)."""
+    if kernel == "auto":
+        return t.device.type == "cpu" and cpp_kernel(required=False) is not None
+    return kernel == "cpp" and cpp_kernel(required=True) is not None
 
 
 def log_group(eps: float, dtype: torch.dtype) -> int:
@@ -233,11 +233,8 @@ def squash(x: torch.Tensor, ln_weight, ln_bias, temperature: float, kernel: str 
     """lev.squash: x (N, h, d_s) -> u = sigmoid( LN_l(x) / temperature ) (N, h, d_s), in one C++ pass forward and
     one backward (kernel "cpp", or "auto" on a CPU when the kernel builds; PyTorch makes five passes and five
     back). Without a LayerNorm, or with kernel "torch", it is lev.squash itself."""
-    if kernel == "auto":
-        kernel = "cpp" if x.device.type == "cpu" and cpp_kernel(required=False) is not None else "torch"
-    if kernel != "cpp" or ln_weight is None:
+    if ln_weight is None or not use_cpp(kernel, x):
         return lev.squash(x, ln_weight, ln_bias, temperature)
-    cpp_kernel(required=True)
     return cpp_squash(x.contiguous(), ln_weight.contiguous(), ln_bias.contiguous(), float(temperature))
 
 
