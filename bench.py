@@ -23,14 +23,16 @@ round (paired), which is what a shared machine allows. Progress goes to stderr, 
   dtype    tied and lev, training step with (a) float32 + plain head (what nanoGPT does on a CPU), (b) bf16
            + plain head, (c) bf16 + chunked head (head.py), (d) float32 + chunked head, (e) = (c) with PyTorch's
            rows instead of head_kernel.cpp's (what the C++ rows buy), at the quick-start size
-           (train.py's "cpu" preset, batch 8) and the reference config; ratios to (a), lev/tied per variant;
+           (train.py's "cpu" preset, batch 8) and the reference config; ratios to (a), lev/tied per variant
+           (where bf16 is not native, only (a) and (d) unless --variants says otherwise);
            and the peak RSS (VmHWM) of `python train.py --emb=lev` with --dtype=float32 --head=plain vs the
            defaults, reported by the train.py process itself (a child's ru_maxrss would report this process's).
   memory   peak RSS (Linux VmHWM) of a fresh subprocess that builds the variant and runs it twice (train step:
            the whole process; LEV alone: the rise over the RSS before the first forward); CUDA:
            torch.cuda.max_memory_allocated. --memory none skips it.
   --curves the quick-start preset trained for tied and lev in float32 and bf16 (chunked head) over seeds: is
-           bf16's final validation loss within 2 seed-sd's of float32's? (a benchmark, not a test)
+           bf16's final validation loss within 2 seed-sd's of float32's? (a benchmark, not a test; refused
+           where bf16 is not native, except with --tiny)
 """
 import io
 import json
@@ -73,6 +75,9 @@ class BenchConfig:
     compile: bool = False         # also time torch.compile'd LEV, and compile every arm's training step
     sections: str = "lev,arms,dtype"  # comma-separated, from: lev, arms, dtype (see the docstring)
     arms: str = ",".join(EMB_CHOICES)  # arms of the "arms" section, comma-separated
+    variants: str = "auto"        # "dtype" section: its variants' letters, comma-separated (a-e; (a) always runs); auto:
+    #                               all five, or where bf16 is not native only the float32 ones, a and d (emulated bf16
+    #                               was 6x slower than float32 on an AVX2-only CPU)
     paths: str = "all"            # LEV paths, comma-separated, from: naive, dedup_dense, dedup_fused_torch, dedup_fused_cpp
     reps: int = 5                 # timed rounds per variant (median reported)
     warmup: int = 1               # untimed rounds first, variants in turns (2 more when compiling)
@@ -97,7 +102,8 @@ class BenchConfig:
     probe: str = ""               # internal: run one variant in this process and print its peak memory
 
     def __post_init__(self):
-        for name, allowed in (("sections", SECTIONS), ("arms", EMB_CHOICES), ("paths", ("all", *LEV_PATHS))):
+        for name, allowed in (("sections", SECTIONS), ("arms", EMB_CHOICES), ("paths", ("all", *LEV_PATHS)),
+                              ("variants", ("auto", *(v[1] for v in DTYPE_HEAD)))):
             bad = [x for x in getattr(self, name).split(",") if x and x not in allowed]
             if bad:
                 raise ValueError(f"unknown {name[:-1]}(s) {bad} in --{name}; choose from {', '.join(allowed)}.")
@@ -119,7 +125,11 @@ def parse_args(argv=None) -> BenchConfig:
     paths = list(LEV_PATHS) if a.paths == "all" else a.listed("paths")
     if device != "cpu":
         paths = [p for p in paths if p != "dedup_fused_cpp"]            # the C++ kernel is CPU-only
-    return replace(a, device=device, dtype=runtime.pick_dtype(a.dtype, device)[0], paths=",".join(paths))
+    native_bf16 = runtime.pick_dtype("auto", device)[0] == "bfloat16"
+    letters = [v[1] for v in DTYPE_HEAD if a.variants == "auto" and (native_bf16 or DTYPE_HEAD[v][0] == "float32")
+               or v[1] in ("a", *a.listed("variants"))]
+    return replace(a, device=device, dtype=runtime.pick_dtype(a.dtype, device)[0], paths=",".join(paths),
+                   variants=",".join(letters))
 
 
 def gpt_config(a: BenchConfig) -> GPTConfig:
@@ -320,10 +330,11 @@ def section_arms(a: BenchConfig, argv, x, y, warm, flops) -> dict:
 
 
 def section_dtype(a: BenchConfig, argv, warm) -> dict:
-    """tied and lev x (a)-(e) at two configs; one round-robin per config (its 10 variants in turns)."""
+    """tied and lev x --variants of (a)-(e) at two configs; one round-robin per config (its variants in turns)."""
     res = {}
     for name, (cfg, B) in dtype_configs(a).items():
-        fns = {f"{arm} {v}": dtype_variant(a, cfg, B, arm, v)[0] for arm in ("tied", "lev") for v in DTYPE_HEAD}
+        fns = {f"{arm} {v}": dtype_variant(a, cfg, B, arm, v)[0] for arm in ("tied", "lev") for v in DTYPE_HEAD
+               if v[1] in a.listed("variants")}
         t = round_robin(fns, a.reps, warm, a.device, f"dtype and head, {name}")
         del fns
         rows = {}
@@ -390,6 +401,10 @@ def main(argv=None):
     res = dict(config=dict(asdict(a), dtype_why=why, warmup=warm, threads=torch.get_num_threads(),
                            torch=torch.__version__))
     if a.curves:
+        if auto != "bfloat16" and not a.tiny:
+            raise SystemExit(f"bench.py --curves compares bf16 with float32 training, but this {a.device} has no native "
+                             f"bf16 ({why}): emulated bf16 would take hours. Run it where bf16 is native (a CPU with "
+                             f"AVX512-BF16 or AMX, or a GPU).")
         print(f"curves: quick-start preset (train.py --preset=cpu), {a.curve_iters} steps, eval every "
               f"{a.curve_eval_interval}, seeds {a.seeds}, dataset {a.dataset}")
         res["curves"] = curves(a)
@@ -445,7 +460,8 @@ def print_tables(res, a):
                   f"{fmt(r.get('peak_mb'), '.0f'):>13}{r['sample_tok_s']:>14.1f}{fmt(r['sample_vs_tied'], '.3f'):>9}")
     if "dtype" in res:
         print(f"\ndtype and head: training step (forward + backward + AdamW); dtype \"auto\" is {a.dtype} here "
-              f"({res['config']['dtype_why']})")
+              f"({res['config']['dtype_why']}); variants {a.variants.replace(',', ', ')}"
+              f"{'' if len(a.listed('variants')) == len(DTYPE_HEAD) or a.dtype == 'bfloat16' else ' (bf16 would be emulated here: --variants to add them)'}")
         for name, c in res["dtype"].items():
             print(f"{name}: {c['n_layer']} x {c['n_embd']}, {c['n_head']} heads, context {c['block_size']}, "
                   f"batch {c['batch_size']}, V={c['vocab_size']}")

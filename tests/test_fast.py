@@ -381,7 +381,8 @@ def test_bench_runs_end_to_end(tmp_path):
 
 def test_bench_dtype_and_head_section(tmp_path, capsys):
     import bench
-    res = bench.main(["--tiny", "--reps", "1", "--warmup", "0", "--memory", "none", "--sections", "dtype"])
+    res = bench.main(["--tiny", "--reps", "1", "--warmup", "0", "--memory", "none", "--sections", "dtype",
+                      "--variants", "b,c,d,e"])                # all five, bf16 native here or not (tiny: seconds)
     assert "lev" not in res and "arms" not in res
     assert list(res["dtype"]) == ["quick-start", "reference"]
     for c in res["dtype"].values():
@@ -394,6 +395,18 @@ def test_bench_dtype_and_head_section(tmp_path, capsys):
             rows["lev (c) bf16+chunked"]["lev_vs_tied"]
     captured = capsys.readouterr()
     assert "dtype and head" in captured.out and "round 1/1" in captured.err          # progress, on stderr
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bench_variants_auto_skips_bf16_where_it_is_emulated(monkeypatch, native):
+    import bench
+    import runtime
+    monkeypatch.setattr(runtime, "cpu_has_native_bf16", lambda: native)
+    assert bench.parse_args(["--device", "cpu"]).variants == ("a,b,c,d,e" if native else "a,d")
+    assert bench.parse_args(["--device", "cpu", "--variants", "e,c"]).variants == "a,c,e"   # (a): the ratios' base
+    if not native:
+        with pytest.raises(SystemExit, match="no native bf16"):
+            bench.main(["--device", "cpu", "--curves"])
 
 
 @pytest.fixture(scope="module")
@@ -436,6 +449,7 @@ def test_bench_memory_probe():
 
 @pytest.mark.parametrize("argv, message", [(["--arms", "tied,nope"], "unknown arm"),
                                            (["--sections", "lev,speed"], "unknown section"),
+                                           (["--variants", "a,x"], "unknown variant"),
                                            (["--compile=maybe"], "expected a boolean")])
 def test_bench_bad_flag_is_a_clear_error(capsys, argv, message):
     import bench
