@@ -31,7 +31,8 @@ Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has
     and helps only when one row (V numbers) is itself too large, which it is not at V ~ 50k. The cost of
     blocks over positions: dL/dW (V, D) is read and written once per block, so blocks must not be tiny
     (CHUNK_LOGITS below). Splitting V for dL/dW alone (Cut Cross-Entropy) would avoid that at the price of
-    recomputing the logits; not done.
+    recomputing the logits; not done. (A float32 block's logits on a CPU are one matmul per slice of
+    VOCAB_SLICE columns into the block's buffer: a speed detail of MKL's matmul, the same numbers.)
   - Each block's loss and softmax - one-hot ("the rows"): on a CPU, head_kernel.cpp does them in one C++ pass
     per row of logits, in place, in the matmul's dtype (PyTorch makes five passes over float32 copies of the
     whole block); elsewhere, or with kernel="torch" or float64, PyTorch's block_log_softmax and
@@ -65,6 +66,14 @@ import native
 # fresh pages that the kernel zeroes, every step; the quick start's peak RSS is 720 MB at 32 MiB, 742 MB at 64.
 CHUNK_LOGITS = 1 << 23
 CHUNK_BYTES = 32 << 20
+# A float32 block's logits on a CPU are computed VOCAB_SLICE columns at a time, into one (n, V) buffer. Measured on
+# a 2-core AMD EPYC without AVX-512 (torch's float32 matmul is MKL's), one block of 166 positions, V = 50257, median
+# of 7: D = 128, xc @ Wc^T whole 49 ms (44 GFLOP/s), in slices of 512 / 1024 / 2048 columns 31 / 27 / 33 ms; D = 384,
+# whole 117 ms, slices of 512 / 1024 70 / 78 ms. The block's two gradient matmuls ran at 95-125 GFLOP/s whole, and
+# so they stay. Training step, float32 + chunked head, paired medians: quick start 0.90x (tied) / 0.93x (lev),
+# reference 0.93x / 0.96x. bf16 matmuls (oneDNN's) are left whole: not measured on a CPU with native bf16, nor is
+# float32 on an Intel CPU. 0: no slicing.
+VOCAB_SLICE = 1024
 
 
 def default_chunk_size(V: int, bytes_per_logit: int = 0) -> int:
@@ -130,10 +139,22 @@ def blocks(N: int, chunk: int):
     return [(a, min(a + chunk, N)) for a in range(0, N, chunk)]
 
 
+def block_logits(xc, Wc):
+    """One block's logits z = xc Wc^T: xc (n, D), Wc (V, D) -> (n, V) in the matmul's dtype; float32 on a CPU
+    in slices of VOCAB_SLICE columns (the same numbers; faster there, see VOCAB_SLICE)."""
+    n, V = xc.shape[0], Wc.shape[0]
+    if not (VOCAB_SLICE and xc.device.type == "cpu" and xc.dtype == torch.float32 and V > VOCAB_SLICE):
+        return xc @ Wc.t()
+    z = torch.empty(n, V, dtype=xc.dtype)
+    for j in range(0, V, VOCAB_SLICE):
+        torch.mm(xc, Wc[j:j + VOCAB_SLICE].t(), out=z[:, j:j + VOCAB_SLICE])  # (n, D) @ (D, c) into z's columns
+    return z
+
+
 def block_log_softmax(xc, Wc, acc):
     """One block's log-probabilities: xc (n, D), Wc (V, D) -> log softmax(z) (n, V) in acc (float32+),
     z = xc Wc^T in the matmul's dtype, upcast, then log_softmax (one fused pass; faster than logsumexp)."""
-    return torch.log_softmax((xc @ Wc.t()).to(acc), dim=1)                  # (n, V)
+    return torch.log_softmax(block_logits(xc, Wc).to(acc), dim=1)           # (n, V)
 
 
 def softmax_minus_onehot_(logp, y):
@@ -161,7 +182,7 @@ def block_loss(xc, Wc, y, acc, need_grad, g, rows):
     """One block: loss_n (n,) in acc and, if need_grad, dz = g_n (softmax(z_n) - onehot(y_n)) (n, V) in the
     matmul's dtype, z = xc Wc^T; by the C++ rows (rows, in place in z's buffer) or by PyTorch."""
     if rows is not None:
-        z = xc @ Wc.t()                                                      # (n, V) logits, the matmul's dtype
+        z = block_logits(xc, Wc)                                             # (n, V) logits, the matmul's dtype
         loss = rows.xent_rows_(z, y, torch.empty(0) if g is None else g.float().contiguous(), need_grad)
         return loss, (z if need_grad else None)
     logp = block_log_softmax(xc, Wc, acc)                                    # (n, V)

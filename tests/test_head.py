@@ -74,6 +74,17 @@ def test_float32_matches_float64_reference(reduction):
     assert_matches_reference(x, W, targets, reduction, rtol=1e-5, atol=1e-6, chunk_size=16)
 
 
+@pytest.mark.parametrize("kernel", ["torch", "auto"])
+def test_float32_logits_in_vocabulary_slices(monkeypatch, kernel):
+    """head.block_logits computes float32 logits VOCAB_SLICE columns at a time into one buffer: the same numbers
+    as one matmul, a last slice that is not full included; and the whole head still matches float64."""
+    monkeypatch.setattr(head, "VOCAB_SLICE", 16)                             # V = 101: 6 full slices and 5 columns
+    x, W, targets = data(50, 24, 101, dtype=torch.float32, seed=3)
+    with torch.no_grad():
+        torch.testing.assert_close(head.block_logits(x, W), x @ W.t(), rtol=1e-6, atol=1e-6)
+    assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6, chunk_size=16, kernel=kernel)
+
+
 def test_default_chunk_size():
     x, W, targets = data(20, 8, 301, dtype=torch.float32)
     assert default_chunk_size(50257) == 166 and default_chunk_size(10 ** 9) == 1
