@@ -25,7 +25,12 @@
 // 64 ids, seed dimension by seed dimension; their running products stay in L1. The backward runs in parallel
 // over (head, 64 bytes of seed dimensions), each task owning its rows of dL/dS (no races), with its block of u
 // copied into a (block, N) buffer (ids are 4 KB apart in u); the bucket's three sums for dL/dS stay in
-// registers. 1/(phi + eps) is a reciprocal estimate refined by one Newton step (AVX-512, float32).
+// registers. 1/(phi + eps) is a reciprocal estimate refined by one Newton step (AVX-512 or AVX2 + FMA, float32).
+// Vector width and modes per pass follow the target (-march=native): with AVX-512, 512-bit vectors and 4 of them
+// per pass in both directions (r = 64 float32 modes in one pass; 32 vector registers); otherwise 256-bit vectors,
+// 4 per forward pass and 2 per backward pass (16 registers; the backward holds 6 arrays of NV vectors). With
+// 512-bit vectors and NV = 4 on an AVX2-only AMD EPYC, the spilled registers made LEV alone 124 ms at the quick
+// start's 660 distinct ids.
 
 #include <torch/extension.h>
 #include <ATen/Parallel.h>
@@ -35,8 +40,14 @@
 #include <cstring>
 #include <limits>
 #include <vector>
-#if defined(__AVX512F__)
+#if defined(__AVX512F__) || (defined(__AVX__) && defined(__FMA__))
 #include <immintrin.h>
+#endif
+
+#if defined(__AVX512F__)
+constexpr int VEC_BYTES = 64, NV_FWD = 4, NV_BWD = 4;        // 512-bit vectors, 32 registers
+#else
+constexpr int VEC_BYTES = 32, NV_FWD = 4, NV_BWD = 2;        // 256-bit vectors (AVX2; two halves elsewhere), 16
 #endif
 
 // Step 4 for a run of values u[0..n) at once (one vectorised loop): each u's bucket key = g0 clamped to [-1, K],
@@ -107,11 +118,12 @@ template <typename T> struct FloatBits;
 template <> struct FloatBits<float> { using U = uint32_t; using I = int32_t; static constexpr int MANT = 23; static constexpr U EXP = 0xffu; };
 template <> struct FloatBits<double> { using U = uint64_t; using I = int64_t; static constexpr int MANT = 52; static constexpr U EXP = 0x7ffu; };
 
-// One 512-bit vector of T with GCC's vector extensions (GCC and Clang): loads, the eps nudge, a reciprocal.
+// One vector register of T (VEC_BYTES) with GCC's vector extensions (GCC and Clang): loads, the eps nudge, a
+// reciprocal.
 template <typename T> struct Vec {
-  typedef T V __attribute__((vector_size(64)));                // one 512-bit vector (two or four on narrower CPUs)
-  typedef typename FloatBits<T>::U VU __attribute__((vector_size(64)));
-  static constexpr int L = 64 / sizeof(T);                     // lanes
+  typedef T V __attribute__((vector_size(VEC_BYTES)));
+  typedef typename FloatBits<T>::U VU __attribute__((vector_size(VEC_BYTES)));
+  static constexpr int L = VEC_BYTES / sizeof(T);              // lanes
   template <bool FULL>
   static V load(const T* p, int k, int64_t len) {              // modes kL .. kL+L-1 (0 past len)
     V v;
@@ -134,6 +146,11 @@ template <> inline float Vec<float>::sum(V v) { return _mm512_reduce_add_ps((__m
 template <> inline Vec<float>::V Vec<float>::recip(V d) {      // 1/d to ~1 ulp: rcp14, then one Newton step
   const __m512 x = (__m512)d, r = _mm512_rcp14_ps(x);         // r + r (1 - x r)
   return (V)_mm512_fmadd_ps(r, _mm512_fnmadd_ps(x, r, _mm512_set1_ps(1.0f)), r);
+}
+#elif defined(__AVX__) && defined(__FMA__)
+template <> inline Vec<float>::V Vec<float>::recip(V d) {      // 1/d to ~2 ulp: rcp (12 bits), one Newton step
+  const __m256 x = (__m256)d, r = _mm256_rcp_ps(x);
+  return (V)_mm256_fmadd_ps(r, _mm256_fnmadd_ps(x, r, _mm256_set1_ps(1.0f)), r);
 }
 #endif
 
@@ -198,7 +215,7 @@ static void spline_fwd_impl(const T* u, const T* D, T* M, int64_t N, int64_t H, 
   using U = typename FloatBits<T>::U; using I = typename FloatBits<T>::I;
   constexpr int MANT = FloatBits<T>::MANT; constexpr U EXP = FloatBits<T>::EXP; constexpr I BIAS = I(EXP >> 1);
   constexpr int64_t BLOCK = 64;                                // ids per task: their products, 16 KB, stay in L1
-  constexpr int NV = 4, W = NV * Vec<T>::L;                    // modes per pass: four 512-bit vectors
+  constexpr int NV = NV_FWD, W = NV * Vec<T>::L;               // modes per pass (AVX-512, float32: 64)
   const int64_t NB = K + 2;                                    // buckets: g0 = -1 .. K (clamped)
   const T ln2 = T(0.693147180559945309417232121458);
   const int64_t blocks = (N + BLOCK - 1) / BLOCK;
@@ -351,7 +368,7 @@ static inline void bwd_bucket(const int32_t* order, const Basis<T>& b, int64_t c
 template <typename T>
 static void spline_bwd_impl(const T* u, const T* D, const T* gm, T* grad_u, T* grad_D, int64_t N, int64_t H,
                             int64_t P, int64_t K, int64_t R, bool normalize, T eps) {
-  constexpr int NV = 4, L = Vec<T>::L, W = NV * L;            // modes per pass: four 512-bit vectors (r = 64 in one)
+  constexpr int NV = NV_BWD, L = Vec<T>::L, W = NV * L;       // modes per pass (AVX-512, float32: r = 64 in one)
   constexpr int64_t PB = 64 / sizeof(T);                      // seed dimensions per task
   const int64_t NB = K + 2;                                    // buckets: g0 = -1 .. K (clamped)
   const int64_t blocks = (P + PB - 1) / PB;

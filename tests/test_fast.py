@@ -123,8 +123,9 @@ def test_spline_product_float32_some_factors_zero(kernel):
 @pytest.mark.parametrize("kernel", KERNELS)
 @pytest.mark.parametrize("r", [21, 70])
 def test_spline_product_many_ids_odd_rank(kernel, r):
-    """Many ids, a rank that is no multiple of a vector's width (70: three passes of the C++ backward over the
-    modes in float64, 32 + 32 + 6; 21: one), d_s > group, u on knots and ends among random values; float64."""
+    """Many ids, a rank that is no multiple of a vector's width (70: several passes of the C++ backward over the
+    modes in float64, 32 + 32 + 6 with AVX-512, 8 at a time with AVX2; 21: one or three), d_s > group, u on knots
+    and ends among random values; float64."""
     torch.manual_seed(3)
     N, h, d_s, kappa = 600, 3, 7, 9
     u = torch.rand(N, h, d_s, dtype=torch.float64)
