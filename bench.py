@@ -76,8 +76,8 @@ class BenchConfig:
     sections: str = "lev,arms,dtype"  # comma-separated, from: lev, arms, dtype (see the docstring)
     arms: str = ",".join(EMB_CHOICES)  # arms of the "arms" section, comma-separated
     variants: str = "auto"        # "dtype" section: its variants' letters, comma-separated (a-e; (a) always runs); auto:
-    #                               all five, or where bf16 is not native only the float32 ones, a and d (emulated bf16
-    #                               was 6x slower than float32 on an AVX2-only CPU)
+                                  # all five, or where bf16 is not native only the float32 ones, a and d (emulated
+                                  # bf16 was 6x slower than float32 on an AVX2-only CPU)
     paths: str = "all"            # LEV paths, comma-separated, from: naive, dedup_dense, dedup_fused_torch, dedup_fused_cpp
     reps: int = 5                 # timed rounds per variant (median reported)
     warmup: int = 1               # untimed rounds first, variants in turns (2 more when compiling)
