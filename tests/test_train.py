@@ -245,14 +245,15 @@ torch.manual_seed(0)
 x = torch.randn(1024, 128, requires_grad=True)                 # the quick start's output head, forward + backward
 W = (torch.randn(50257, 128) * 0.02).requires_grad_()
 y = torch.randint(50257, (1024,))
+faults = []
 for i in range(12):
-    if i == 4:
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
     with torch.autocast("cpu", dtype=dtype):
         loss = head.linear_cross_entropy(x, W, y, kernel="torch")   # PyTorch's rows: float32 blocks of 32 MB
     loss.backward()
     x.grad = W.grad = None
-print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(sum(faults[4:]), sorted(faults[4:])[4])                 # once warm: all 8 steps, and the median step
 """
 
 
@@ -260,13 +261,15 @@ print(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
 def test_keep_freed_memory_stops_the_page_faults_of_every_step():
     """runtime.keep_freed_memory: once warm, the steps of the quick start's output head reuse their memory.
     Default glibc returns freed blocks to the OS now and then, and the next step faults their pages in again
-    (measured: ~400k page faults in 8 steps, vs ~6k)."""
-    faults = {}
+    (measured: 36k-400k page faults in 8 steps, varying from run to run; a block is 8k pages). Kept, the median
+    step faults nothing; the test reads the median, not the sum: a machine that reclaims idle memory by itself
+    (Linux's DAMON, say) adds a burst now and then (seen: 4 faults in 8 steps in one run, 22k in another)."""
+    total, median = {}, {}
     for keep in (False, True):
         out = subprocess.run([sys.executable, "-c", FAULTS.format(root=ROOT, keep=keep)], capture_output=True,
                              text=True, check=True).stdout.split("\n")
-        faults[keep] = int(out[-2])
+        total[keep], median[keep] = map(int, out[-2].split())
         if keep:
             assert out[0] == "glibc keeps freed memory for reuse"
-    assert faults[False] > 100_000, faults                         # the default: fresh pages, step after step
-    assert faults[True] < faults[False] / 10, faults
+    assert total[False] > 20_000, (total, median)                  # the default: fresh pages, step after step
+    assert median[True] < 1_000, (total, median)                   # kept: a typical step reuses every page
