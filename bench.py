@@ -125,9 +125,11 @@ def parse_args(argv=None) -> BenchConfig:
     paths = list(LEV_PATHS) if a.paths == "all" else a.listed("paths")
     if device != "cpu":
         paths = [p for p in paths if p != "dedup_fused_cpp"]            # the C++ kernel is CPU-only
-    native_bf16 = runtime.pick_dtype("auto", device)[0] == "bfloat16"
-    letters = [v[1] for v in DTYPE_HEAD if a.variants == "auto" and (native_bf16 or DTYPE_HEAD[v][0] == "float32")
-               or v[1] in ("a", *a.listed("variants"))]
+    if a.variants == "auto":                                            # bf16 ones only where bf16 is native
+        float32_only = runtime.pick_dtype("auto", device)[0] != "bfloat16"
+        letters = [v[1] for v, (dtype, _, _) in DTYPE_HEAD.items() if dtype == "float32" or not float32_only]
+    else:                                                               # (a) always: the ratios' base
+        letters = [v[1] for v in DTYPE_HEAD if v[1] in ("a", *a.listed("variants"))]
     return replace(a, device=device, dtype=runtime.pick_dtype(a.dtype, device)[0], paths=",".join(paths),
                    variants=",".join(letters))
 
@@ -459,9 +461,10 @@ def print_tables(res, a):
             print(f"{arm:<16}{r['step_ms']:>10.1f}{fmt(r['step_vs_tied'], '.3f'):>9}{iqr:>14}{r['mfu']:>8.1%}"
                   f"{fmt(r.get('peak_mb'), '.0f'):>13}{r['sample_tok_s']:>14.1f}{fmt(r['sample_vs_tied'], '.3f'):>9}")
     if "dtype" in res:
+        emulated = runtime.pick_dtype("auto", a.device)[0] != "bfloat16"
         print(f"\ndtype and head: training step (forward + backward + AdamW); dtype \"auto\" is {a.dtype} here "
               f"({res['config']['dtype_why']}); variants {a.variants.replace(',', ', ')}"
-              f"{'' if len(a.listed('variants')) == len(DTYPE_HEAD) or a.dtype == 'bfloat16' else ' (bf16 would be emulated here: --variants to add them)'}")
+              f"{' (bf16 would be emulated here: --variants to add them)' if emulated and len(a.listed('variants')) < len(DTYPE_HEAD) else ''}")
         for name, c in res["dtype"].items():
             print(f"{name}: {c['n_layer']} x {c['n_embd']}, {c['n_head']} heads, context {c['block_size']}, "
                   f"batch {c['batch_size']}, V={c['vocab_size']}")
