@@ -135,8 +135,13 @@ def compute_dtype(x, W) -> torch.dtype:
 
 
 def blocks(N: int, chunk: int):
-    """[(start, end)] of consecutive blocks of at most chunk positions out of N."""
-    return [(a, min(a + chunk, N)) for a in range(0, N, chunk)]
+    """[(start, end)] of consecutive blocks out of N positions: as few as blocks of at most chunk positions allow
+    (ceil(N / chunk)), their sizes differing by at most 1. Even blocks, not full ones and a short remainder: a
+    short last block pays a whole (V, D) sum of dL/dW for a few rows (N = 1024, chunk 166: 7 blocks of 146-147
+    instead of 6 x 166 + 28; the head alone, float32, D = 128, paired median of 15 on a 2-core AMD EPYC without
+    AVX-512: 0.978x)."""
+    n = -(-N // chunk)                                                       # ceil(N / chunk) blocks
+    return [(i * N // n, (i + 1) * N // n) for i in range(n)]
 
 
 def block_logits(xc, Wc):

@@ -92,6 +92,16 @@ def test_default_chunk_size():
     assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("N, chunk", [(1024, 166), (10, 3), (12, 4), (5, 8), (1, 1), (7, 1), (2048, 333)])
+def test_blocks_are_few_and_even(N, chunk):
+    """head.blocks covers 0..N once, in order, with ceil(N / chunk) blocks of at most chunk positions whose
+    sizes differ by at most 1 (no short remainder block)."""
+    bl = head.blocks(N, chunk)
+    assert bl[0][0] == 0 and bl[-1][1] == N and all(b == a2 for (_, b), (a2, _) in zip(bl, bl[1:]))
+    sizes = [b - a for a, b in bl]
+    assert len(bl) == -(-N // chunk) and max(sizes) <= chunk and max(sizes) - min(sizes) <= 1 and min(sizes) >= 1
+
+
 def test_batch_time_input_and_per_token_shape():
     x, W, targets = data(None, 8, 29, lead=(3, 5))
     per_token = linear_cross_entropy(x, W, targets, "none", chunk_size=4)
