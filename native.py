@@ -5,7 +5,8 @@ The project's C++ CPU kernels, compiled on first use by torch.utils.cpp_extensio
     lev_kernel.cpp    LEV's step 3 (LayerNorm, sigmoid) and steps 4-6, fused (lev_fast.py)
     head_kernel.cpp   the output head's loss and softmax - one-hot, one row of logits at a time (head.py)
 
-Each is built once per machine (20-40 s on 2 cores, announced) and loaded once per process. Without a C++
+Each is built once per machine and checkout, and again whenever its source is newer than the build (after an
+edit or a `git pull`): 20 s to 3 min on 2 cores, announced. It is loaded once per process. Without a C++
 compiler, the Python headers or ninja, load() warns once and its caller falls back to its PyTorch path.
 """
 import os
@@ -22,6 +23,14 @@ BUILT = {}   # source file name -> (the extension module, or None; the error, or
 FLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-mprefer-vector-width=512"]
 
 
+def needs_build(root: str, name: str, src: str) -> bool:
+    """Whether loading extension `name` will compile it: no {name}.so under root yet, or one older than the source
+    (ninja, which torch.utils.cpp_extension runs, rebuilds then: after an edit, a `git pull` or a `git checkout`
+    of the file, even to the same text). load() announces the build exactly then."""
+    built = [os.path.join(d, f) for d, _, files in os.walk(root) for f in files if f == f"{name}.so"]
+    return not built or max(os.path.getmtime(f) for f in built) < os.path.getmtime(src)
+
+
 def load(source: str, required: bool = True, fallback: str = "the PyTorch path"):
     """The compiled extension of ROOT/source (e.g. "lev_kernel.cpp"); None if it cannot be built and not required
     (after one warning that names the fallback), a RuntimeError that says what to install if required."""
@@ -34,10 +43,10 @@ def load(source: str, required: bool = True, fallback: str = "the PyTorch path")
         try:
             from torch.utils.cpp_extension import get_default_build_root, load as build
             root = os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()
-            built = os.path.isdir(root) and any(f == f"{name}.so" for _, _, files in os.walk(root) for f in files)
+            built = not needs_build(root, name, src)
             if not built:
-                print(f"compiling the C++ kernel {source} (once per machine, under a minute on 2 cores; cached "
-                      f"under {root}) ...", file=sys.stderr, flush=True)
+                print(f"compiling the C++ kernel {source} (once per machine and version of it, 20 s to 3 min on 2 "
+                      f"cores; cached under {root}) ...", file=sys.stderr, flush=True)
             # -fopenmp: at::parallel_for is an OpenMP pragma in a header (the process shares PyTorch's libgomp).
             # -ffast-math is a compile flag only: linked with it, gcc < 13 would set flush-to-zero process-wide.
             BUILT[source] = build(name=name, sources=[src], verbose=False, extra_cflags=FLAGS,

@@ -270,6 +270,30 @@ def test_a_kernel_that_cannot_be_built_warns_and_falls_back(tmp_path, monkeypatc
     assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)     # "auto": the PyTorch rows
 
 
+def test_a_kernel_build_is_announced_whenever_one_happens(tmp_path, monkeypatch, capsys):
+    """native.load says "compiling" when ninja will build: no .so yet, or a .so older than the source (after an
+    edit, a git pull or a git checkout of it); not when the build is up to date. (torch's build is faked here.)"""
+    import os
+    import torch.utils.cpp_extension as ext
+    src = tmp_path / "head_kernel.cpp"
+    src.write_text("// a kernel\n")
+    monkeypatch.setattr(native, "ROOT", str(tmp_path))
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "build"))
+    monkeypatch.setattr(ext, "load", lambda name, **kw: name)                 # the module: its name
+    announced = []
+    for state in ("none", "older", "newer"):
+        monkeypatch.setattr(native, "BUILT", {})
+        name = native.load("head_kernel.cpp")
+        if state == "none":                                                   # what torch would have written
+            so = tmp_path / "build" / name / f"{name}.so"
+            so.parent.mkdir(parents=True)
+            so.write_bytes(b"")
+        t = os.path.getmtime(src)
+        os.utime(so, (t - 10, t - 10) if state == "none" else (t + 10, t + 10))   # for the next state
+        announced.append("compiling the C++ kernel head_kernel.cpp" in capsys.readouterr().err)
+    assert announced == [True, True, False]
+
+
 # ----------------------------------------------------------------------------------------------------
 # Errors are sentences
 
