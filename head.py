@@ -77,8 +77,8 @@ VOCAB_SLICE = 1024
 
 
 def default_chunk_size(V: int, bytes_per_logit: int = 0) -> int:
-    """Positions per block: CHUNK_LOGITS logits for PyTorch's rows (bytes_per_logit 0), CHUNK_BYTES of logits
-    for the C++ rows (bytes_per_logit: the matmul dtype's size)."""
+    """The most positions a block may have (head.blocks evens the blocks out): CHUNK_LOGITS logits for PyTorch's
+    rows (bytes_per_logit 0), CHUNK_BYTES of logits for the C++ rows (bytes_per_logit: the matmul dtype's size)."""
     logits = CHUNK_BYTES // bytes_per_logit if bytes_per_logit else CHUNK_LOGITS
     return max(1, logits // V)
 
@@ -97,7 +97,7 @@ def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kerne
 
     x (N, D) or (B, T, D); W (V, D); targets int64 with x's leading shape. reduction "mean" or "sum" returns a
     scalar, "none" the per-token losses with targets' shape; float32 (float64 for float64 inputs).
-    chunk_size: positions per block (default: default_chunk_size).
+    chunk_size: the most positions per block (default: default_chunk_size); head.blocks evens the blocks out.
     kernel: each block's loss and softmax - one-hot by the C++ rows ("cpp", head_kernel.cpp), by PyTorch
     ("torch"), or "auto": C++ for float32 and bfloat16 on a CPU when it builds, else PyTorch.
     """
