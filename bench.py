@@ -113,6 +113,11 @@ class BenchConfig:
         return [x for x in getattr(self, name).split(",") if x]
 
 
+def bf16_is_native(device: str) -> bool:
+    """Whether --dtype=auto picks bf16 on device (runtime.pick_dtype); where it does not, bf16 would be emulated."""
+    return runtime.pick_dtype("auto", device)[0] == "bfloat16"
+
+
 def parse_args(argv=None) -> BenchConfig:
     a = parse(BenchConfig, argv, description=__doc__,
               choices=dict(dtype=("auto", *runtime.DTYPES), tokens=("auto", "zipf", "data"), memory=("rss", "none")),
@@ -126,7 +131,7 @@ def parse_args(argv=None) -> BenchConfig:
     if device != "cpu":
         paths = [p for p in paths if p != "dedup_fused_cpp"]            # the C++ kernel is CPU-only
     if a.variants == "auto":                                            # bf16 ones only where bf16 is native
-        float32_only = runtime.pick_dtype("auto", device)[0] != "bfloat16"
+        float32_only = not bf16_is_native(device)
         letters = [v[1] for v, (dtype, _, _) in DTYPE_HEAD.items() if dtype == "float32" or not float32_only]
     else:                                                               # (a) always: the ratios' base
         letters = [v[1] for v in DTYPE_HEAD if v[1] in ("a", *a.listed("variants"))]
@@ -388,8 +393,8 @@ def curves(a: BenchConfig) -> dict:
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else list(argv)
     a = parse_args(argv)
-    auto, why = runtime.pick_dtype("auto", a.device)
-    why = why if a.dtype == auto else "as requested"
+    auto, auto_why = runtime.pick_dtype("auto", a.device)
+    why = auto_why if a.dtype == auto else "as requested"
     if a.threads:
         torch.set_num_threads(a.threads)
     memory = runtime.keep_freed_memory() if a.device == "cpu" else ""   # as train.py does by default
@@ -405,7 +410,7 @@ def main(argv=None):
     if a.curves:
         if auto != "bfloat16" and not a.tiny:
             raise SystemExit(f"bench.py --curves compares bf16 with float32 training, but this {a.device} has no native "
-                             f"bf16 ({why}): emulated bf16 would take hours. Run it where bf16 is native (a CPU with "
+                             f"bf16 ({auto_why}): emulated bf16 would take hours. Run it where bf16 is native (a CPU with "
                              f"AVX512-BF16 or AMX, or a GPU).")
         print(f"curves: quick-start preset (train.py --preset=cpu), {a.curve_iters} steps, eval every "
               f"{a.curve_eval_interval}, seeds {a.seeds}, dataset {a.dataset}")
@@ -461,7 +466,7 @@ def print_tables(res, a):
             print(f"{arm:<16}{r['step_ms']:>10.1f}{fmt(r['step_vs_tied'], '.3f'):>9}{iqr:>14}{r['mfu']:>8.1%}"
                   f"{fmt(r.get('peak_mb'), '.0f'):>13}{r['sample_tok_s']:>14.1f}{fmt(r['sample_vs_tied'], '.3f'):>9}")
     if "dtype" in res:
-        emulated = runtime.pick_dtype("auto", a.device)[0] != "bfloat16"
+        emulated = not bf16_is_native(a.device)
         print(f"\ndtype and head: training step (forward + backward + AdamW); dtype \"auto\" is {a.dtype} here "
               f"({res['config']['dtype_why']}); variants {a.variants.replace(',', ', ')}"
               f"{' (bf16 would be emulated here: --variants to add them)' if emulated and len(a.listed('variants')) < len(DTYPE_HEAD) else ''}")
