@@ -280,17 +280,16 @@ def test_a_kernel_build_is_announced_whenever_one_happens(tmp_path, monkeypatch,
     monkeypatch.setattr(native, "ROOT", str(tmp_path))
     monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "build"))
     monkeypatch.setattr(ext, "load", lambda name, **kw: name)                 # the module: its name
-    announced = []
-    for state in ("none", "older", "newer"):
+    t, so, announced = os.path.getmtime(src), None, []
+    for offset in (None, -10, +10):                 # no build yet; a build older than the source; one newer
+        if offset is not None:
+            os.utime(so, (t + offset, t + offset))
         monkeypatch.setattr(native, "BUILT", {})
         name = native.load("head_kernel.cpp")
-        if state == "none":                                                   # what torch would have written
-            so = tmp_path / "build" / name / f"{name}.so"
-            so.parent.mkdir(parents=True)
-            so.write_bytes(b"")
-        t = os.path.getmtime(src)
-        os.utime(so, (t - 10, t - 10) if state == "none" else (t + 10, t + 10))   # for the next state
         announced.append("compiling the C++ kernel head_kernel.cpp" in capsys.readouterr().err)
+        so = tmp_path / "build" / name / f"{name}.so"                         # what torch would have written
+        so.parent.mkdir(parents=True, exist_ok=True)
+        so.touch()
     assert announced == [True, True, False]
 
 
