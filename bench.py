@@ -2,15 +2,17 @@
 Speed and memory of LEV's fast paths, of every input-map arm and of the number format, side by side in one run.
 
     python bench.py --tiny --reps 1                    # a minute: smoke test of the whole script
-    python bench.py --tokens zipf --json bench.json    # the reference config (below): 10-30 minutes on 2 CPU cores
+    python bench.py --tokens zipf --json bench.json    # the reference size (below): 10-30 minutes on 2 CPU cores
     python bench.py --sections dtype                   # only "dtype and head" (float32 / bf16, plain / chunked head)
+    python bench.py --sections os                      # only what the allocator setting saves (page faults)
     python bench.py --curves                           # bf16 vs float32 loss curves, 3 seeds (about 10 minutes)
     python bench.py --device cuda --compile            # on a GPU (bf16 autocast; LEV itself stays float32)
 
-Reference config: LLaMA-style body, 6 layers, width 384, 6 heads, context 256, batch 8, GPT-2 vocabulary (50257),
-LEV at its defaults (k=3, d_s=128, h=8, kappa=16, r=64). Token ids: real GPT-2 tokens of data/default when
-it exists, else Zipf ids (p(i) ~ 1/(rank(i) + 2.7) over a fixed random permutation of the vocabulary). The dtype
-is runtime.pick_dtype(--dtype): "auto" is bf16 autocast where the GPU or CPU computes bf16 natively, else float32.
+Sizes come from util/presets.py: the lev and arms sections use --size (default "ref": 6 layers, width 384, 6 heads,
+context 256, batch 8), the dtype section the quick start's ("cpu") and "ref"; GPT-2's vocabulary (--vocab-size),
+LEV at its defaults (k=3, d_s=128, h=8, kappa=16, r=64). Token ids: real GPT-2 tokens of data/default when it
+exists and has that vocabulary, else Zipf ids (p(i) ~ 1/(rank(i) + 2.7) over a fixed random permutation of the
+vocabulary). The dtype is util/runtime.pick_dtype(--dtype).
 
 Every timing: warm-up, then --reps rounds; in each round every variant runs once, in turn, so that a change of
 machine load hits all alike. Times are medians over rounds; ratios ("vs") are medians of the ratios within a
@@ -21,12 +23,14 @@ round (paired), which is what a shared machine allows. Progress goes to stderr, 
            (generate, batch 1, eval mode, no KV cache); MFU = flops_per_token * tokens / step time / the FLOP/s
            of a large matmul in the same dtype measured in this run (LEV's own work is not in flops_per_token).
   dtype    tied and lev, training step with (a) float32 + plain head (what nanoGPT does on a CPU), (b) bf16
-           + plain head, (c) bf16 + chunked head (head.py), (d) float32 + chunked head, (e) = (c) with PyTorch's
+           + plain head, (c) bf16 + chunked head (fast/head.py), (d) float32 + chunked head, (e) = (c) with PyTorch's
            rows instead of head_kernel.cpp's (what the C++ rows buy), at the quick-start size
-           (train.py's "cpu" preset, batch 8) and the reference config; ratios to (a), lev/tied per variant
+           (the "cpu" preset) and the reference size; ratios to (a), lev/tied per variant
            (where bf16 is not native, only (a) and (d) unless --variants says otherwise);
            and the peak RSS (VmHWM) of `python train.py --emb=lev` with --dtype=float32 --head=plain vs the
            defaults, reported by the train.py process itself (a child's ru_maxrss would report this process's).
+  os       the output head's steps at the quick-start size in a fresh process, with and without
+           util/runtime.keep_freed_memory: page faults per step once warm (glibc only)
   memory   peak RSS (Linux VmHWM) of a fresh subprocess that builds the variant and runs it twice (train step:
            the whole process; LEV alone: the rise over the RSS before the first forward); CUDA:
            torch.cuda.max_memory_allocated. --memory none skips it.
@@ -34,7 +38,6 @@ round (paired), which is what a shared machine allows. Progress goes to stderr, 
            bf16's final validation loss within 2 seed-sd's of float32's? (a benchmark, not a test; refused
            where bf16 is not native, except with --tiny)
 """
-import io
 import json
 import os
 import resource
@@ -43,29 +46,29 @@ import subprocess
 import sys
 import tempfile
 import time
-from contextlib import redirect_stdout
 from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
-import runtime
-from timing import TINY_LEV, paired, paired_iqr, peak_flops, round_robin, say, sync, train_step, zipf_ids
-from cli import checked, parse
+from fast.lev_fast import FastLEV
 from lev import LEV
 from model import EMB_CHOICES, GPTConfig
+from util import presets, runtime
+from util.cli import checked, parse
+from util.timing import paired, paired_iqr, peak_flops, round_robin, say, sync, train_step, zipf_ids
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-LEV_PATHS = {  # name -> LEVConfig changes; "compiled" (with --compile) is torch.compile of the default
-    "naive": dict(dedup=False, sparse_basis=False, project_seed=False),
+LEV_PATHS = {  # name -> FastLEV's options (None: lev.LEV as written); "compiled" (--compile): FastLEV compiled
+    "naive": None,
     "dedup_dense": dict(dedup=True, sparse_basis=False),
     "dedup_fused_torch": dict(dedup=True, sparse_basis=True, kernel="torch"),
     "dedup_fused_cpp": dict(dedup=True, sparse_basis=True, kernel="cpp"),
 }
-SECTIONS = ("lev", "arms", "dtype")
+SECTIONS = ("lev", "arms", "dtype", "os")
 DTYPE_HEAD = {"(a) fp32+plain": ("float32", "plain", "auto"), "(b) bf16+plain": ("bfloat16", "plain", "auto"),
               "(c) bf16+chunked": ("bfloat16", "chunked", "auto"), "(d) fp32+chunked": ("float32", "chunked", "auto"),
               "(e) bf16+chunked, torch rows": ("bfloat16", "chunked", "torch")}   # (e): (c) without head_kernel.cpp
-TINY = dict(batch_size=2, block_size=32, n_layer=2, n_head=2, n_embd=32, vocab_size=1000)
+TINY_V = 1000   # --tiny's vocabulary (with util/presets.TINY's sizes)
 
 
 @dataclass
@@ -73,20 +76,16 @@ class BenchConfig:
     device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
     dtype: str = "auto"           # autocast dtype of the model body (LEV's math stays float32); auto: bf16 where native
     compile: bool = False         # also time torch.compile'd LEV, and compile every arm's training step
-    sections: str = "lev,arms,dtype"  # comma-separated, from: lev, arms, dtype (see the docstring)
+    sections: str = "lev,arms,dtype"  # comma-separated, from: lev, arms, dtype, os (see the docstring)
     arms: str = ",".join(EMB_CHOICES)  # arms of the "arms" section, comma-separated
     variants: str = "auto"        # "dtype" section: its variants' letters, comma-separated (a-e; (a) always runs); auto:
                                   # all five, or where bf16 is not native only the float32 ones, a and d (emulated
-                                  # bf16 was 6x slower than float32 on an AVX2-only CPU)
+                                  # bf16 is slower than float32)
     paths: str = "all"            # LEV paths, comma-separated, from: naive, dedup_dense, dedup_fused_torch, dedup_fused_cpp
     reps: int = 5                 # timed rounds per variant (median reported)
     warmup: int = 1               # untimed rounds first, variants in turns (2 more when compiling)
-    tiny: bool = False            # a tiny model and batch: checks the script end to end in a minute
-    batch_size: int = 8           # sequences per step (the reference config)
-    block_size: int = 256         # context length T
-    n_layer: int = 6              # transformer blocks
-    n_head: int = 6               # attention heads
-    n_embd: int = 384             # model width D
+    tiny: bool = False            # a tiny model and batch (util/presets.TINY): checks the script end to end in a minute
+    size: str = "ref"             # the lev and arms sections' model and batch: a preset's size (util/presets.py)
     vocab_size: int = 50257       # V (GPT-2's vocabulary)
     tokens: str = "auto"          # batch ids: real tokens of data/default (auto: when it exists) or Zipf ids
     sample_tokens: int = 64       # new tokens per sampling run
@@ -124,8 +123,10 @@ def parse_args(argv=None) -> BenchConfig:
               checks=dict(reps=checked(int, 1), warmup=checked(int, 0), threads=checked(int, 0),
                           sample_tokens=checked(int, 1), quickstart_iters=checked(int, 0),
                           curve_iters=checked(int, 1), curve_eval_interval=checked(int, 1)))
+    if a.size not in presets.PRESETS:
+        raise SystemExit(f"--size {a.size}: no such preset; choose from {', '.join(presets.PRESETS)}.")
     if a.tiny:
-        a = replace(a, **TINY, sample_tokens=min(a.sample_tokens, 8))
+        a = replace(a, vocab_size=TINY_V, sample_tokens=min(a.sample_tokens, 8))
     device = runtime.pick_device(a.device)
     paths = list(LEV_PATHS) if a.paths == "all" else a.listed("paths")
     if device != "cpu":
@@ -139,18 +140,20 @@ def parse_args(argv=None) -> BenchConfig:
                    variants=",".join(letters))
 
 
-def gpt_config(a: BenchConfig) -> GPTConfig:
-    cfg = GPTConfig(vocab_size=a.vocab_size, block_size=a.block_size, n_layer=a.n_layer, n_head=a.n_head,
-                    n_embd=a.n_embd)
-    return replace(cfg, **TINY_LEV) if a.tiny else cfg
+def size(a: BenchConfig, name: str = "") -> dict:
+    """A preset's size (name, default --size; --tiny: util/presets.TINY with batch 2)."""
+    return dict(presets.TINY, batch_size=2) if a.tiny else presets.PRESETS[name or a.size]
+
+
+def gpt_config(a: BenchConfig, name: str = "") -> GPTConfig:
+    """The model at a preset's size (as size()) and --vocab-size."""
+    return presets.gpt_config(size(a, name), vocab_size=a.vocab_size)
 
 
 def dtype_configs(a: BenchConfig) -> dict:
-    """{name: (GPTConfig, batch size)}: the quick-start size (train.py's "cpu" preset) and the bench's config."""
-    import train
-    quick = replace(gpt_config(a), n_layer=1) if a.tiny else GPTConfig(vocab_size=a.vocab_size, **train.PRESETS["cpu"])
-    return {"quick-start": (quick, a.batch_size if a.tiny else train.TrainConfig.batch_size),
-            "reference": (gpt_config(a), a.batch_size)}
+    """{name: (GPTConfig, batch size)}: the quick-start size (the "cpu" preset) and the reference size ("ref")."""
+    quick = replace(gpt_config(a), n_layer=1) if a.tiny else gpt_config(a, "cpu")
+    return {"quick-start": (quick, size(a, "cpu")["batch_size"]), "reference": (gpt_config(a, "ref"), size(a, "ref")["batch_size"])}
 
 
 def batch_ids(a: BenchConfig, B: int, T: int, V: int):
@@ -176,7 +179,8 @@ def batch_ids(a: BenchConfig, B: int, T: int, V: int):
 def lev_path(a: BenchConfig, name: str, ids: torch.Tensor):
     """LEV alone, forward + backward on ids (B, T), for one fast path."""
     torch.manual_seed(0)
-    lev = LEV(replace(gpt_config(a).lev_config(), **LEV_PATHS.get(name, {}))).to(a.device)
+    options = LEV_PATHS.get(name, {})                                   # "compiled": FastLEV's defaults
+    lev = (LEV(gpt_config(a).lev) if options is None else FastLEV(gpt_config(a).lev, **options)).to(a.device)
     fn = torch.compile(lev) if name == "compiled" else lev
     grad_out = torch.randn(*ids.shape, lev.cfg.n_embd, device=a.device)
 
@@ -230,7 +234,7 @@ def probe(a: BenchConfig, what: str):
     """Run in a fresh subprocess: build one variant ("lev:PATH", "train:ARM", "dtype:CONFIG:ARM:VARIANT"),
     run it twice, print its peak memory as JSON."""
     kind, *name = what.split(":")
-    ids = batch_ids(a, a.batch_size, a.block_size, a.vocab_size)[0]
+    ids = batch_ids(a, size(a)["batch_size"], size(a)["block_size"], a.vocab_size)[0]
     if kind == "lev":
         run = lev_path(a, name[0], ids[:, :-1])
     elif kind == "train":
@@ -262,9 +266,7 @@ def measure_memory(argv: list, what: str):
 
 def train_flags(a: BenchConfig) -> list:
     """train.py flags of the quick-start memory run and of --curves: device, dataset, compile, tiny sizes."""
-    tiny = ["--n-layer=1", "--n-head=2", "--n-embd=32", "--block-size=32", "--batch-size=2", "--eval-iters=1",
-            *(f"--{k.replace('_', '-')}={v}" for k, v in TINY_LEV.items())]
-    return ["--device", a.device, "--dataset", a.dataset, f"--compile={a.compile}", *(tiny if a.tiny else [])]
+    return ["--device", a.device, "--dataset", a.dataset, f"--compile={a.compile}", *(["--preset=tiny"] if a.tiny else [])]
 
 
 # Runs a script as __main__ and, at exit, prints its own peak RSS. Not os.wait4's ru_maxrss: Linux carries the
@@ -298,6 +300,44 @@ def quickstart_rss(a: BenchConfig, extra: list) -> dict:
         say(f"(the quick-start command failed, exit code {p.returncode}:\n{(p.stdout + p.stderr)[-2000:]})")
         return dict(command=" ".join(cmd), peak_mb=None, children_peak_mb=None)
     return dict(command=" ".join(cmd), peak_mb=int(lines[-1][1]) / 1024, children_peak_mb=int(lines[-1][2]) / 1024)
+
+
+# The output head's forward + backward at the quick-start size, 12 steps in a fresh process: the page faults
+# (ru_minflt) of each step once warm. keep=True first calls util/runtime.keep_freed_memory, as train.py does.
+FAULTS = """
+import json, resource, sys, torch
+sys.path.insert(0, {root!r})
+from fast import head
+from util import runtime
+kept = runtime.keep_freed_memory() if {keep} else "glibc's defaults"
+dtype = torch.bfloat16 if runtime.cpu_has_native_bf16() else torch.float32
+torch.manual_seed(0)
+x = torch.randn({N}, {D}, requires_grad=True)
+W = (torch.randn({V}, {D}) * 0.02).requires_grad_()
+y = torch.randint({V}, ({N},))
+faults = []
+for i in range(12):
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+    with torch.autocast("cpu", dtype=dtype):
+        loss = head.linear_cross_entropy(x, W, y, kernel="torch")   # PyTorch's rows: float32 blocks of 32 MB
+    loss.backward()
+    x.grad = W.grad = None
+    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+print(json.dumps(dict(allocator=kept, dtype=str(dtype), warm_steps=faults[4:])))
+"""
+
+
+def section_os(a: BenchConfig) -> dict:
+    """Page faults per warm step of the output head, default glibc vs keep_freed_memory (fresh processes)."""
+    cfg, B = dtype_configs(a)["quick-start"]
+    res = {}
+    for keep in (False, True):
+        say(f"os: page faults, keep_freed_memory={keep} (a fresh subprocess)")
+        code = FAULTS.format(root=ROOT, keep=keep, N=B * cfg.block_size, D=cfg.n_embd, V=cfg.vocab_size)
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        r = json.loads(out.strip().splitlines()[-1])
+        res["kept" if keep else "default"] = dict(r, total=sum(r["warm_steps"]), median=statistics.median(r["warm_steps"]))
+    return res
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -357,8 +397,7 @@ def section_dtype(a: BenchConfig, argv, warm) -> dict:
 
 
 def curves(a: BenchConfig) -> dict:
-    """tied and lev, float32 and bfloat16 (chunked head), each seed: the quick-start preset via train.main."""
-    import train
+    """tied and lev, float32 and bfloat16 (chunked head), each seed: the quick-start preset, `python train.py`."""
     from data.loader import open_dataset
     open_dataset(a.dataset, "", say)
     runs = [(arm, dt, s) for arm in ("tied", "lev") for dt in ("float32", "bfloat16") for s in a.seeds]
@@ -367,10 +406,12 @@ def curves(a: BenchConfig) -> dict:
         for i, (arm, dt, seed) in enumerate(runs):
             out, t0 = os.path.join(tmp, f"{arm}_{dt}_{seed}"), time.time()
             say(f"curves: {arm} {dt} seed {seed} ({i + 1}/{len(runs)}), {a.curve_iters} steps ...")
-            with redirect_stdout(io.StringIO()):
-                train.main(["--emb", arm, "--dtype", dt, "--seed", str(seed), "--max-iters", str(a.curve_iters),
-                            "--eval-interval", str(a.curve_eval_interval), "--sample-tokens=0", "--out-dir", out,
-                            *train_flags(a)])
+            cmd = [sys.executable, "train.py", "--emb", arm, "--dtype", dt, "--seed", str(seed), "--max-iters",
+                   str(a.curve_iters), "--eval-interval", str(a.curve_eval_interval), "--sample-tokens=0", "--out-dir",
+                   out, *train_flags(a)]
+            p = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True)
+            if p.returncode != 0:
+                raise RuntimeError(f"{' '.join(cmd[1:])} failed:\n{(p.stdout + p.stderr)[-2000:]}")
             with open(os.path.join(out, "log.jsonl")) as f:
                 evals = {e["step"]: e["val_loss"] for e in map(json.loads, f) if e["event"] == "eval"}
             say(f"curves: {arm} {dt} seed {seed}: final val loss {evals[max(evals)]:.4f} ({time.time() - t0:.0f} s)")
@@ -400,7 +441,8 @@ def main(argv=None):
     memory = runtime.keep_freed_memory() if a.device == "cpu" else ""   # as train.py does by default
     if a.probe:
         return probe(a, a.probe)
-    load_before, cfg, lc = os.getloadavg(), gpt_config(a), gpt_config(a).lev_config()
+    load_before, cfg = os.getloadavg(), gpt_config(a)
+    lc = cfg.lev
     warm = a.warmup + (2 if a.compile else 0)
     print(f"device {a.device}, dtype {a.dtype} ({why}), torch {torch.__version__}, threads "
           f"{torch.get_num_threads()}, compile {a.compile}, reps {a.reps} (median), warm-up {warm}"
@@ -411,22 +453,22 @@ def main(argv=None):
         if auto != "bfloat16" and not a.tiny:
             raise SystemExit(f"bench.py --curves compares bf16 with float32 training, but this {a.device} has no native "
                              f"bf16 ({auto_why}): emulated bf16 would take hours. Run it where bf16 is native (a CPU with "
-                             f"AVX512-BF16 or AMX, or a GPU).")
+                             f"bf16 instructions, or a GPU).")
         print(f"curves: quick-start preset (train.py --preset=cpu), {a.curve_iters} steps, eval every "
               f"{a.curve_eval_interval}, seeds {a.seeds}, dataset {a.dataset}")
         res["curves"] = curves(a)
     else:
-        ids, source = batch_ids(a, a.batch_size, a.block_size, a.vocab_size)
+        B = size(a)["batch_size"]
+        ids, source = batch_ids(a, B, cfg.block_size, a.vocab_size)
         x, y = ids[:, :-1], ids[:, 1:]
         res["config"].update(tokens=source, unique_ids=int(torch.unique(x).numel()))
         print(f"body: {cfg.n_layer} layers x {cfg.n_embd}, {cfg.n_head} heads, context {cfg.block_size}, batch "
-              f"{a.batch_size}, V={cfg.vocab_size}; LEV k={lc.k} d_s={lc.d_seed} h={lc.heads} kappa={lc.kappa} "
+              f"{B}, V={cfg.vocab_size}; LEV k={lc.k} d_s={lc.d_seed} h={lc.heads} kappa={lc.kappa} "
               f"r={lc.rank}\nbatch ids: {source}; {x.numel()} positions, {res['config']['unique_ids']} distinct ids")
         print(f"load average before: {load_before[0]:.2f} (1 min) on {os.cpu_count()} CPUs", flush=True)
         if load_before[0] + torch.get_num_threads() > os.cpu_count() + 0.5:
             print("warning: busy machine, timings are noisy: with more threads than free cores every OpenMP region "
-                  "waits for a preempted thread (seen on 2 cores: a tiny step 1.6 ms with 1 thread, 360 ms with 2); "
-                  "use a quiet machine or --threads=1")
+                  "waits for a preempted thread; use a quiet machine or --threads=1")
         if "lev" in a.listed("sections"):
             res["lev"] = section_lev(a, argv, x, warm)
         if "arms" in a.listed("sections"):
@@ -437,6 +479,8 @@ def main(argv=None):
             if a.memory != "none" and a.quickstart_iters:
                 res["quickstart_rss"] = {k: quickstart_rss(a, f) for k, f in
                                          (("(a) fp32+plain", ["--dtype=float32", "--head=plain"]), ("defaults", []))}
+        if "os" in a.listed("sections"):
+            res["os"] = section_os(a)
     res["load_average"] = dict(before=load_before[0], after=os.getloadavg()[0])
     print_tables(res, a)
     if a.json:
@@ -481,6 +525,10 @@ def print_tables(res, a):
         print("\nthe quick-start command's peak RSS (VmHWM of the train.py process; its largest child in brackets)")
         for flags, r in res["quickstart_rss"].items():
             print(f"{fmt(r['peak_mb'], '.0f'):>6} MB ({fmt(r['children_peak_mb'], '.0f')} MB)  {flags}: python {r['command']}")
+    if "os" in res:
+        print("\nthe output head at the quick-start size, forward + backward: page faults per step once warm (8 steps)")
+        for k, r in res["os"].items():
+            print(f"  {k:<8}{r['allocator']:<40} total {r['total']:>9,}   median step {r['median']:>9,.0f}   ({r['dtype']})")
     if "curves" in res:
         print("\nbf16 vs float32: final validation loss, mean +- sd over seeds (chunked head)")
         print(f"{'arm':<6}{'float32':>18}{'bfloat16':>18}{'bf16 - fp32':>13}{'2 sd':>8}{'within':>8}")

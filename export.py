@@ -27,8 +27,8 @@ from dataclasses import dataclass
 
 import torch
 
-import checkpoint
-from cli import add_dataclass_args, checked, pick
+from util import checkpoint
+from util.cli import add_dataclass_args, checked, pick
 
 HAVE_TRANSFORMERS = importlib.util.find_spec("transformers") is not None   # found without importing it
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}

@@ -4,15 +4,17 @@ LEV: learned embedding vectorization, the input map of Leviathan (Batley & Saha,
 A token id i is not looked up in a V x D table. It is written in base b (its "digits"), the digits pick
 rows of k small codebooks that are summed into a seed z, and a separable (tensor-product) spline of the
 seed generates the embedding. Each step below is one function whose docstring carries the equation
-(numbered as in docs/method.md, section 2) and the shapes; the LEV module chains them. N stands for any
-leading batch dims, e.g. (B, T) or the distinct ids of a batch.
+(numbered as in docs/method.md, section 2) and the shapes; the LEV module chains them exactly as written.
+N stands for any leading batch dims, e.g. (B, T) or the distinct ids of a batch.
 
     python lev.py                                    # walk through every step on a small vocabulary
     python lev.py --vocab-size 50257 --n-embd 768    # the same at GPT-2's vocabulary
 
 Where the paper is silent the comment says "our choice" and the alternative is a field of LEVConfig.
-This file is the math; lev_fast.py makes it fast (steps 4-6 fused, each distinct id once, a materialised
-table for evaluation), and tests/test_lev.py checks every path against a slow per-token loop.
+This file is the math and needs nothing else of the project (its walk-through borrows util/cli.py for flags).
+fast/lev_fast.py computes the same function faster (FastLEV: each distinct id once, steps 4-6 fused, C++ on a
+CPU, a materialised table for evaluation); model.py picks one of the two with GPTConfig.lev_fast, and
+tests/test_lev.py checks both against a slow per-token loop.
 """
 import math
 from dataclasses import dataclass
@@ -20,8 +22,6 @@ from dataclasses import dataclass
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
-
-import lev_fast
 
 
 @dataclass
@@ -40,16 +40,11 @@ class LEVConfig:
     seed_combine: str = "sum"     # our choice: z = sum_j C_j[c_j]; "concat": z = [C_1[c_1], ..., C_k[c_k]]
     id_shuffle: int = 0           # control: 0 = digits of the tokenizer's ids; s > 0 = digits of pi(i), pi a
                                   # fixed random permutation (seed s), which removes any id-order structure
-    sparse_basis: bool = True     # fast path: steps 4-6 fused on the <= 3 non-zero basis weights (False: as written)
-    kernel: str = "auto"          # fast path's code: "cpp" (CPU; step 3's LayerNorm-sigmoid and steps 4-6 in C++),
-                                  # "torch" (any device), "auto" (cpp on a CPU if it builds)
-    dedup: bool = True            # fast path: evaluate each distinct id of a batch once, then gather
-    project_seed: bool = True     # fast path: W_l applied to each codebook row once, W_l z = sum_j (C_j W_l^T)[c_j]
     eps: float = 1e-9             # the epsilon in log(|phi| + eps) of the separable product
     init_std: float = 0.02        # our choice: std of codebooks and W_l (W_out_l: init_std / sqrt(h))
     delta_std: float = 0.1        # our choice: S = 1 + Delta, Delta ~ N(0, delta_std^2)
 
-    CHOICES = dict(codebooks=("per_position", "shared"), seed_combine=("sum", "concat"), kernel=("auto", "cpp", "torch"))
+    CHOICES = dict(codebooks=("per_position", "shared"), seed_combine=("sum", "concat"))
     MINIMA = dict(vocab_size=1, n_embd=1, k=1, d_seed=1, heads=1, kappa=2, rank=1, id_shuffle=0)
 
     base = property(lambda self: lev_base(self.vocab_size, self.k))                  # b
@@ -201,13 +196,29 @@ def merge_heads(M: torch.Tensor, W_out: torch.Tensor) -> torch.Tensor:
     return torch.einsum("...hm,hmd->...d", M, W_out)                         # (N, D)
 
 
+def check_ids(ids: torch.Tensor, V: int, who: str):
+    """Raise if an id lies outside [0, V): k digits in base b can write ids up to b^k - 1 >= V, so a foreign id
+    would silently get an embedding. Eager only: under torch.compile (where .item() would break the graph) the
+    data loader's own check stands in (data/loader.py checks every batch it reads)."""
+    if torch.compiler.is_compiling() or not ids.numel():
+        return
+    lo, hi = int(ids.min()), int(ids.max())
+    if lo < 0 or hi >= V:
+        raise ValueError(f"{who} got token ids outside [0, {V}): min {lo}, max {hi}. The ids come from another "
+                         f"tokenizer than the model's (vocab_size {V}); prepare the data with the model's tokenizer.")
+
+
 # ----------------------------------------------------------------------------------------------------
 
 class LEV(nn.Module):
-    """G: token id -> R^D, the chain of steps 0-7. Parameters (initialisation: our choice):
-    codebooks (k or 1, b, d_s) and W (h, d_s, d_in) ~ N(0, 0.02^2); LayerNorm weight 1, bias 0;
+    """G: token id -> R^D, the chain of steps 0-7 exactly as written above. Parameters (initialisation: our
+    choice): codebooks (k or 1, b, d_s) and W (h, d_s, d_in) ~ N(0, 0.02^2); LayerNorm weight 1, bias 0;
     delta (h, d_s, kappa, r) ~ N(0, 0.1^2) with S = 1 + delta; W_out (h, r, D) ~ N(0, (0.02/sqrt(h))^2).
     The math runs in float32 even under bf16 autocast (a bf16 knot grid breaks the spline).
+
+    Written for reading, not speed: every position of a batch goes through every step, and step 5 holds phi
+    (N, h, d_s, r), 64k numbers per position at the defaults. fast/lev_fast.py's FastLEV has the same
+    parameters and computes the same function (to float rounding) for training.
     """
 
     def __init__(self, cfg: LEVConfig):
@@ -222,53 +233,45 @@ class LEV(nn.Module):
         self.W_out = nn.Parameter(torch.randn(h, cfg.rank, cfg.n_embd) * (cfg.init_std / math.sqrt(h)))
         if cfg.id_shuffle:                                                # step 0, the shuffled-id control
             self.register_buffer("perm", id_permutation(cfg.vocab_size, cfg.id_shuffle))  # (V,) saved with the model
-        self._table = lev_fast.TableCache()                              # rows of G(0..V-1) for evaluation
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (B, T) int64 -> embeddings (B, T, D) float32."""
+        check_ids(ids, self.cfg.vocab_size, "LEV")
+        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                 # (B, T, D)
 
     def coordinates(self, ids: torch.Tensor) -> torch.Tensor:
         """Steps 0-3: ids (N) -> u (N, h, d_s) in the unit cube, float32."""
         cfg, p, perm = self.cfg, self.float32_params(), getattr(self, "perm", None)
-        ln = (p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            if cfg.project_seed:                                                   # W_l z without forming z
-                x = lev_fast.projected_seed(id_digits(ids, cfg, perm), p["codebooks"], p["W"], cfg.seed_combine)
-                return lev_fast.squash(x, *ln, cfg.kernel)                         # (N, h, d_s)  lev.squash, fused
-            return unit_cube(digit_seed(ids, p["codebooks"], cfg, perm), p["W"], *ln)  # steps 2, 3 as written
+            z = digit_seed(ids, p["codebooks"], cfg, perm)                         # (N, d_in)     steps 0-2
+            return unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)  # (N, h, d_s)  step 3
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
-        """Steps 0-7 for every entry of ids (N) -> e (N, D) float32, no deduplication."""
+        """Steps 0-7 for every entry of ids (N) -> e (N, D) float32."""
         cfg, p = self.cfg, self.float32_params()
-        u = self.coordinates(ids)                                                  # (N, h, d_s)
+        u = self.coordinates(ids)                                                  # (N, h, d_s)   steps 0-3
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            if cfg.sparse_basis:                                                   # steps 4-6 fused, phi never stored
-                M = lev_fast.spline_product(u, p["delta"], cfg.basis_norm, cfg.eps, cfg.kernel)  # S = 1 + delta
-            else:                                                                  # steps 4, 5, 6 as written
-                S = 1.0 + p["delta"]                                               # (h, d_s, kappa, r)
-                phi = coefficients(bspline_basis(u, cfg.kappa, cfg.basis_norm), S)  # (N, h, d_s, r)
-                M = separable_product(phi, cfg.eps)                                # (N, h, r)
-            M = lev_fast.pad_rows(M)                                               # (N', h, r): shapes repeat
-            return merge_heads(M, p["W_out"])[: ids.shape[0]]                      # (N, D)
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids (B, T) int64 -> embeddings (B, T, D) float32."""
-        lev_fast.check_ids(ids, self.cfg.vocab_size, "LEV")
-        if self.cfg.dedup:                                                         # each distinct id once
-            uniq, inverse = lev_fast.unique(ids)                                   # (U,), (B, T) into uniq
-            return F.embedding(inverse, self.generate(uniq))                       # (B, T, D)  rows uniq[inverse]
-        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                 # (B, T, D)
+            B = bspline_basis(u, cfg.kappa, cfg.basis_norm)                        # (N, h, d_s, kappa)  step 4
+            phi = coefficients(B, 1.0 + p["delta"])                                # (N, h, d_s, r)      step 5
+            M = separable_product(phi, cfg.eps)                                    # (N, h, r)           step 6
+            return merge_heads(M, p["W_out"])                                      # (N, D)              step 7
 
     def float32_params(self) -> dict:
         """The parameters in float32 (float64 stays float64), by name."""
         dt = torch.promote_types(self.W.dtype, torch.float32)
         return {name: t.to(dt) for name, t in self.named_parameters()}
 
+    @torch.no_grad()
     def lookup(self, ids: torch.Tensor) -> torch.Tensor:
-        """Embeddings of ids (any shape) -> (..., D) from the materialised table, without autograd: each
-        row is computed once, when first asked for, and recomputed after the weights change."""
-        return self._table.lookup(self, ids)
+        """Embeddings of ids (any shape) -> (..., D) without autograd, for evaluation and sampling (FastLEV reads
+        them from a materialised table instead)."""
+        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)
 
-    def materialize(self) -> torch.Tensor:
+    @torch.no_grad()
+    def materialize(self, chunk_size: int = 1024) -> torch.Tensor:
         """The whole V x D table G(0..V-1) (e.g. to export it as an ordinary embedding table)."""
-        return self._table.lookup(self, torch.arange(self.cfg.vocab_size, device=self.W.device))
+        ids = torch.arange(self.cfg.vocab_size, device=self.W.device)
+        return torch.cat([self.generate(chunk) for chunk in ids.split(chunk_size)])
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -319,6 +322,6 @@ class WalkthroughConfig:
 
 
 if __name__ == "__main__":
-    from cli import parse
+    from util.cli import parse
     a = parse(WalkthroughConfig, description="Walk through LEV's steps on a small vocabulary.")
     _walkthrough(a.vocab_size, a.n_embd)

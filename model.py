@@ -19,19 +19,24 @@ flat_mlp ~0.0004), and in short runs scale alone can order the arms. `input_scal
 vectors at the same RMS (`input_rms`) at initialisation: "init" rescales the last layer of each input map,
 "norm" puts an RMSNorm (gain initialised to input_rms) after every input map, "none" leaves them as built.
 
+GPTConfig's defaults are GPT-2 small's size (12 layers, width 768, context 1024); the sizes this project trains
+are presets (util/presets.py). Two fields choose how, not what, is computed: lev_fast (LEV as written in lev.py,
+or the same function by fast/lev_fast.py) and head (the plain output head, or fast/head.py's chunked one).
+
     python model.py                                   # every arm's parameters at GPT-2 small's size
-    python model.py --n-embd 128 --n-layer 4 --n-head 4   # at the cpu preset's size
+    python model.py --n-embd 128 --n-layer 4 --n-head 4 --block-size 128   # at the cpu preset's size
 """
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, replace
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lev import LEV, LEVConfig, digit_seed, id_permutation, lev_num_params
-from head import linear_cross_entropy
-from lev_fast import check_ids
+from lev import LEV, LEVConfig, check_ids, digit_seed, id_permutation, lev_num_params
+from fast.head import linear_cross_entropy
+from fast.lev_fast import FastLEV
+from fast.native import KERNELS
 
 EMB_CHOICES = ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp")
 
@@ -39,31 +44,21 @@ EMB_CHOICES = ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp")
 @dataclass
 class GPTConfig:
     vocab_size: int = 50257       # V, from the tokenizer (GPT-2 by default)
-    block_size: int = 256         # context length T (rotary tables are built for this many positions)
-    n_layer: int = 6              # transformer blocks
-    n_head: int = 6               # attention heads; n_embd must be divisible by it
-    n_embd: int = 384             # D, the model width
+    block_size: int = 1024        # context length T (rotary tables are built for this many positions)
+    n_layer: int = 12             # transformer blocks
+    n_head: int = 12              # attention heads; n_embd must be divisible by it
+    n_embd: int = 768             # D, the model width
     mlp_hidden: int = 0           # SwiGLU hidden width; 0 -> 8/3 D rounded up to a multiple of 64 (LLaMA)
     rope_base: float = 10000.0    # rotary base (LLaMA)
     emb: str = "lev"              # input map: tied / untied / lev / albert / flat_mlp / factorized_mlp
-    # LEV hyperparameters (defaults are lev.LEVConfig's, docs/method.md section 2; "our choice" ones flagged there)
-    lev_k: int = LEVConfig.k                      # digits per id
-    lev_d_seed: int = LEVConfig.d_seed            # seed width d_s
-    lev_heads: int = LEVConfig.heads              # separable heads h
-    lev_kappa: int = LEVConfig.kappa              # spline knots
-    lev_rank: int = LEVConfig.rank                # modes per head r
-    lev_seed_ln: bool = LEVConfig.seed_ln         # our choice: LayerNorm before the sigmoid
-    lev_temperature: float = LEVConfig.temperature  # our choice: sigmoid temperature
-    lev_basis_norm: bool = LEVConfig.basis_norm   # our choice: normalise basis rows to sum to 1
-    lev_codebooks: str = LEVConfig.codebooks      # our choice: per_position / shared
-    lev_seed_combine: str = LEVConfig.seed_combine  # our choice: sum / concat
-    lev_id_shuffle: int = LEVConfig.id_shuffle    # control: digits of a random permutation of the ids (seed; 0 = off)
-    lev_sparse_basis: bool = LEVConfig.sparse_basis  # fast path: compact-support basis
-    lev_dedup: bool = LEVConfig.dedup             # fast path: evaluate distinct ids once
-    lev_project_seed: bool = LEVConfig.project_seed  # fast path: W applied to the codebook rows, not to each z
-    head: str = "chunked"         # the output head's loss: "chunked" (head.py: never holds the (B*T, V) logits)
+    lev: LEVConfig = field(default_factory=LEVConfig)  # LEV's hyperparameters (flags --lev-k, --lev-rank, ...;
+                                  # V and D are the model's); factorized_mlp reads its digits and codebooks too
+    # how the same function is computed (a resumed run may change these)
+    lev_fast: bool = True         # LEV computed by fast/lev_fast.py's FastLEV; False: lev.LEV exactly as written (slow)
+    lev_kernel: str = "auto"      # FastLEV's steps 3-6: "cpp" (C++, CPU), "torch" (any device), "auto" (cpp on a CPU)
+    head: str = "chunked"         # the output head's loss: "chunked" (fast/head.py: never holds the (B*T, V) logits)
                                   # or "plain" (full logits, then cross-entropy: the readable reference)
-    head_kernel: str = "auto"     # the chunked head's rows: "cpp" (head_kernel.cpp, CPU), "torch", "auto" (cpp on a CPU)
+    head_kernel: str = "auto"     # the chunked head's rows: "cpp" (C++, CPU), "torch", "auto" (cpp on a CPU)
     # equal footing of the input maps (our choice; see the module docstring)
     input_scale: str = "init"     # "init": each input map's last layer rescaled so its output has RMS input_rms at
                                   # initialisation; "norm": an RMSNorm after every input map; "none": as built
@@ -76,19 +71,29 @@ class GPTConfig:
     emb_mlp_act: str = "gelu"     # the nonlinearity of flat_mlp and factorized_mlp: gelu, relu or silu
     emb_mlp_bias: bool = False    # biases in the MLP layers of flat_mlp and factorized_mlp
 
-    CHOICES = dict(emb=EMB_CHOICES, head=("chunked", "plain"), head_kernel=("auto", "cpp", "torch"), input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
-                   emb_mlp_act=("gelu", "relu", "silu"))
+    CHOICES = dict(emb=EMB_CHOICES, lev_kernel=KERNELS, head=("chunked", "plain"), head_kernel=KERNELS,
+                   input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"), emb_mlp_act=("gelu", "relu", "silu"))
+    DERIVED = dict(lev=("vocab_size", "n_embd"))   # LEVConfig fields the model sets (V, D), so they are no flags
     # Fields that choose how the same function is computed, not what it is: a resumed run may change them.
-    COMPUTE_ONLY = ("lev_sparse_basis", "lev_dedup", "lev_project_seed", "head", "head_kernel")
+    COMPUTE_ONLY = ("lev_fast", "lev_kernel", "head", "head_kernel")
     # What a checkpoint written before a field existed meant by it (how the model was built then).
     LEGACY = dict(input_scale="none")
+    RETIRED = ("lev_sparse_basis", "lev_dedup", "lev_project_seed")   # old compute-only fields (FastLEV's options now)
 
     @classmethod
     def saved(cls, model_args: dict) -> dict:
-        """A checkpoint's model_args, completed with what older checkpoints meant by fields they lack."""
-        return {**cls.LEGACY, **model_args}
+        """A checkpoint's model_args as GPTConfig takes them: completed with what older checkpoints meant by fields
+        they lack; their flat lev_<field> entries gathered into lev, retired compute-only fields dropped."""
+        args = {k: v for k, v in {**cls.LEGACY, **model_args}.items() if k not in cls.RETIRED}
+        lev_fields = set(LEVConfig.__dataclass_fields__)
+        flat = {k[4:]: args.pop(k) for k in list(args) if k.startswith("lev_") and k[4:] in lev_fields}
+        if flat:
+            args["lev"] = {**flat, **args.get("lev", {})}
+        return args
 
     def __post_init__(self):
+        if isinstance(self.lev, dict):                     # from a checkpoint's model_args
+            self.lev = LEVConfig(**self.lev)
         for name, allowed in self.CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}.")
@@ -100,11 +105,7 @@ class GPTConfig:
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
-        self.lev_config()                                  # LEV's own checks (sizes, allowed values)
-
-    def lev_config(self) -> LEVConfig:
-        kw = {f.name[4:]: getattr(self, f.name) for f in fields(self) if f.name.startswith("lev_")}
-        return LEVConfig(vocab_size=self.vocab_size, n_embd=self.n_embd, **kw)
+        self.lev = replace(self.lev, vocab_size=self.vocab_size, n_embd=self.n_embd)   # LEV's own checks run here
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -164,7 +165,7 @@ def matched_widths(cfg: GPTConfig) -> dict:
     albert: V m + m D;  flat_mlp: V m + m H + H D (+ H + D with biases), H = D or 4m;
     factorized_mlp: n_cb b d_s + d_in H + H D (+ H + D with biases).
     """
-    lc, V, D, bias = cfg.lev_config(), cfg.vocab_size, cfg.n_embd, int(cfg.emb_mlp_bias)
+    lc, V, D, bias = cfg.lev, cfg.vocab_size, cfg.n_embd, int(cfg.emb_mlp_bias)
     target = lev_num_params(lc)
     m_albert = cfg.albert_dim or max(1, round(target / (V + D)))
     if cfg.emb_mlp_hidden or cfg.flat_mlp_hidden == "D":
@@ -268,14 +269,14 @@ class GPT(nn.Module):
         w = matched_widths(cfg)
         if cfg.emb in ("tied", "untied"):
             self.wte = nn.Embedding(V, D)
-        elif cfg.emb == "lev":
-            self.wte = LEV(cfg.lev_config())
+        elif cfg.emb == "lev":               # the same function and parameters either way; FastLEV computes it fast
+            self.wte = FastLEV(cfg.lev, kernel=cfg.lev_kernel) if cfg.lev_fast else LEV(cfg.lev)
         elif cfg.emb == "albert":
             self.wte = AlbertEmbedding(V, w["albert_m"], D)
         elif cfg.emb == "flat_mlp":
             self.wte = FlatMLPEmbedding(V, w["flat_m"], w["flat_H"], D, cfg.emb_mlp_act, cfg.emb_mlp_bias)
         elif cfg.emb == "factorized_mlp":
-            self.wte = FactorizedMLPEmbedding(cfg.lev_config(), w["factorized_H"], cfg.emb_mlp_act, cfg.emb_mlp_bias)
+            self.wte = FactorizedMLPEmbedding(cfg.lev, w["factorized_H"], cfg.emb_mlp_act, cfg.emb_mlp_bias)
         # equal footing, "norm": eps far below the tiniest arm's mean square (flat_mlp as built: ~1e-7)
         self.input_norm = RMSNorm(D, eps=1e-12) if cfg.input_scale == "norm" else None
         # nanoGPT-style init: N(0, 0.02) for every Linear and Embedding (biases 0), residual projections scaled
@@ -381,7 +382,7 @@ class GPT(nn.Module):
         decay = [p for p in params if p.dim() >= 2]
         no_decay = [p for p in params if p.dim() < 2]
         groups = [dict(params=decay, weight_decay=weight_decay), dict(params=no_decay, weight_decay=0.0)]
-        fused = device_type in ("cuda", "cpu")       # one kernel per step: on a 2-core CPU 5 ms vs 22 ms (foreach)
+        fused = device_type in ("cuda", "cpu")       # one kernel per step instead of one per tensor (faster)
         return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=fused)
 
     def flops_per_token(self) -> float:
@@ -417,7 +418,6 @@ class GPT(nn.Module):
 
 def param_report(cfg: GPTConfig) -> str:
     """A table of the parameter breakdown of every arm at cfg's size (models are built on the meta device)."""
-    from dataclasses import replace
     w = matched_widths(cfg)
     rows = [f"{'emb':<15}{'input map':>13}{'output head':>13}{'body':>13}{'total':>14}{'vs tied':>10}"]
     tied_total = None
@@ -434,8 +434,7 @@ def param_report(cfg: GPTConfig) -> str:
 
 def lev_arithmetic(cfg: GPTConfig) -> str:
     """P_LEV written out term by term (docs/method.md section 2) and LEV's overhead over the tied model at cfg's size."""
-    from dataclasses import replace
-    lc, D = cfg.lev_config(), cfg.n_embd
+    lc, D = cfg.lev, cfg.n_embd
     P = lev_num_params(lc)
     with torch.device("meta"):
         tied = GPT(replace(cfg, emb="tied")).param_breakdown()["total"]
@@ -449,9 +448,8 @@ def lev_arithmetic(cfg: GPTConfig) -> str:
 
 def main(argv=None):
     """python model.py [--n-embd 1024 ...]: every arm's parameters at a size (default: GPT-2 small's)."""
-    from cli import parse
-    cfg = parse(GPTConfig, argv, description=__doc__, skip=("emb",), defaults=dict(n_layer=12, n_head=12, n_embd=768),
-                choices={f"lev_{k}": v for k, v in LEVConfig.CHOICES.items()})
+    from util.cli import parse
+    cfg = parse(GPTConfig, argv, description=__doc__, skip=("emb",))
     print(param_report(cfg) + "\n\n" + lev_arithmetic(cfg))
 
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 import torch
 
-import checkpoint
-import runtime
-from cli import checked, parse
+from util import checkpoint, runtime
+from util.cli import checked, parse
+from util.presets import SAMPLING
 
 
 @dataclass
@@ -26,8 +26,8 @@ class SampleConfig:
     start: str = ""               # prompt text, or FILE:path; empty = the end-of-text token
     num_samples: int = 3          # independent samples
     max_new_tokens: int = 200     # tokens generated per sample
-    temperature: float = 0.8      # 0 = greedy; < 1 sharper, > 1 more random
-    top_k: int = 200              # keep the k most likely tokens (0 = all)
+    temperature: float = SAMPLING["temperature"]  # 0 = greedy; < 1 sharper, > 1 more random
+    top_k: int = SAMPLING["top_k"]  # keep the k most likely tokens (0 = all)
     seed: int = 1337              # sampling seed
     device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
 

@@ -4,15 +4,17 @@ save, the loop.
 
     python train.py --emb=lev                          # quick CPU run on the embedded default dataset -> out/lev
     python train.py --emb=tied --max-iters=100         # the tied baseline, shorter -> out/tied
+    python train.py --preset=tiny --emb=lev            # a tiny model in seconds (a smoke test)
     python train.py --preset=shakespeare --emb=lev     # needs: python data/prepare.py shakespeare
     python train.py --preset=pile-200m --emb=lev       # the paper's setting in small (one GPU)
     torchrun --standalone --nproc_per_node=8 train.py --preset=pile-1b --grad-accum=4   # several GPUs
     python train.py --out-dir=out/lev --resume         # continue a run exactly where it stopped
 
-Every field of TrainConfig and model.GPTConfig is a flag (`--max-iters` or `--max_iters`; `--compile=False`);
-`--help` explains each. A preset sets defaults; flags given on the command line override it. The run
+Every field of TrainConfig and model.GPTConfig is a flag (`--max-iters` or `--max_iters`; `--compile=False`;
+LEV's as `--lev-rank`, ...); `--help` explains each. A preset (util/presets.py) sets defaults; flags given on the
+command line override it. The run
 directory (default out/<emb>) gets config.json, log.jsonl (every train/eval event) and ckpt.pt
-(checkpoint.py). Ctrl-C or SIGTERM saves and exits; a crash loses at most the steps since the last save.
+(util/checkpoint.py). Ctrl-C or SIGTERM saves and exits; a crash loses at most the steps since the last save.
 """
 import argparse
 import json
@@ -28,12 +30,11 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-import checkpoint
-import runtime
-from cli import add_dataclass_args, checked, explicit_flags, pick
 from data.loader import open_dataset
-from lev import LEVConfig
 from model import GPT, GPTConfig
+from util import checkpoint, runtime
+from util.cli import add_dataclass_args, checked, explicit_flags, flatten, pick
+from util.presets import PRESETS, SAMPLING
 
 
 @dataclass
@@ -56,37 +57,24 @@ class TrainConfig:
     grad_clip: float = 1.0        # clip the global gradient norm (0 = off)
     seed: int = 1337              # model init and batch order; every arm with the same seed sees the same tokens
     device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
-    dtype: str = "auto"           # auto: bfloat16 autocast where the GPU or CPU computes bf16 natively, else float32
+    dtype: str = "auto"           # auto: bf16 autocast where the hardware computes bf16 natively (util/runtime.pick_dtype)
     compile: bool = False         # torch.compile the model
-    keep_freed_memory: bool = True  # on a CPU (glibc): reuse freed memory, not fresh pages each step (runtime.py)
+    keep_freed_memory: bool = True  # on a CPU (glibc): reuse freed memory, not fresh pages each step (util/runtime.py)
     resume: bool = False          # continue from out_dir/ckpt.pt (its config is the base; flags given now override)
     stop_at: int = 0              # save and stop after this many steps (0 = run to max_iters); for time-limited jobs
     sample_tokens: int = 120      # tokens sampled at the end of training (0 = none)
     sample_start: str = "The"     # the prompt of that sample ("" = the end-of-text token)
-    preset: str = "cpu"           # named defaults (cpu, shakespeare, pile-200m, pile-400m, pile-1b), see PRESETS
+    preset: str = "cpu"           # named defaults (util/presets.py): cpu (the quick start), ref, tiny, shakespeare,
+                                  # pile-200m, pile-400m, pile-1b; flags given on the command line override them
 
+    CHOICES = dict(preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES))
 
-# Presets are defaults, not overrides: a flag on the command line always wins. The GPU presets are in the
-# spirit of the paper's Pile runs (o200k_base, sequence 512, 512-sequence batches, cosine schedule); their
-# sizes are our reading of "200M / 400M / 1.2B" (total parameters with a tied table).
-PILE = dict(dataset="pile_o200k_base", block_size=512, batch_size=16, grad_accum=32, warmup_iters=1000,
-            lr=6e-4, eval_interval=1000, eval_iters=40, log_interval=20, compile=True, device="cuda")
-PRESETS = {
-    "cpu": dict(n_layer=4, n_head=4, n_embd=128, block_size=128),
-    "shakespeare": dict(dataset="shakespeare", n_layer=6, n_head=6, n_embd=384, block_size=256, batch_size=12,
-                        max_iters=2000, eval_interval=250, eval_iters=20, lr=1e-3, warmup_iters=100),
-    "pile-200m": dict(PILE, n_layer=12, n_head=12, n_embd=768, max_iters=20000),
-    "pile-400m": dict(PILE, n_layer=16, n_head=16, n_embd=1024, max_iters=30000),
-    "pile-1b": dict(PILE, n_layer=16, n_head=16, n_embd=2048, max_iters=50000, lr=3e-4),
-}
 
 CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=checked(int, 1),
               eval_iters=checked(int, 1), log_interval=checked(int, 1), batch_size=checked(int, 1),
               grad_accum=checked(int, 1), lr=checked(float, 0, exclusive=True), min_lr_ratio=checked(float, 0),
               warmup_iters=checked(int, 0), weight_decay=checked(float, 0), grad_clip=checked(float, 0),
               sample_tokens=checked(int, 0))
-CHOICES = dict(GPTConfig.CHOICES, preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES),
-               **{f"lev_{k}": v for k, v in LEVConfig.CHOICES.items()})
 
 
 def parse_args(argv=None):
@@ -99,7 +87,7 @@ def parse_args(argv=None):
         pre.error(f"argument --preset: invalid choice {preset!r} (choose from {', '.join(PRESETS)})")
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     for cls in (TrainConfig, GPTConfig):
-        add_dataclass_args(parser, cls, skip=("vocab_size",), choices=CHOICES, checks=CHECKS, defaults=PRESETS[preset])
+        add_dataclass_args(parser, cls, skip=("vocab_size",), checks=CHECKS, defaults=PRESETS[preset])
     args = parser.parse_args(argv)
     try:
         pick(GPTConfig, args, vocab_size=2)  # the model's own checks (e.g. n_embd % n_head, LEV's sizes)
@@ -167,7 +155,7 @@ def setup(argv=None) -> Run:
     tc.out_dir = tc.out_dir or os.path.join("out", args.emb)
     ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt")) if tc.resume else None
     if ckpt is not None:
-        for k, v in {**ckpt["train_args"], **GPTConfig.saved(ckpt["model_args"])}.items():
+        for k, v in {**ckpt["train_args"], **flatten(GPTConfig, GPTConfig.saved(ckpt["model_args"]))}.items():
             if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir"):
                 setattr(args, k, v)
         tc = pick(TrainConfig, args, out_dir=tc.out_dir)
@@ -392,7 +380,7 @@ def sample_at_end(run: Run):
         ids, shown = encode_prompt(tok, "", run.mc.block_size)
     gen = torch.Generator(device=run.device).manual_seed(run.tc.seed)
     out = run.raw_model.eval().generate(torch.tensor([ids], device=run.device), run.tc.sample_tokens,
-                                        temperature=0.8, top_k=200, generator=gen)
+                                        generator=gen, **SAMPLING)
     run.say("sample:\n" + "-" * 60 + "\n" + tok.decode(out[0, len(ids) - shown:].tolist()) + "\n" + "-" * 60)
 
 

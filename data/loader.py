@@ -267,7 +267,7 @@ class ShowConfig:
 
 
 def main(argv=None):
-    from cli import checked, parse
+    from util.cli import checked, parse
 
     c = parse(ShowConfig, argv, description=__doc__, positional=("path",),
               checks=dict(rows=checked(int, 0), block_size=checked(int, 1)))

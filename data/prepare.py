@@ -32,7 +32,7 @@ if __package__ in (None, ""):  # run as `python data/prepare.py`: import the `da
 
 import numpy as np
 
-from cli import add_dataclass_args, checked, number, pick
+from util.cli import add_dataclass_args, checked, number, pick
 from data import sources
 from data.shards import token_dtype, write_shard
 from data.tokenizers import NAMES, CharTokenizer, get_tokenizer

@@ -387,7 +387,7 @@ class CountConfig:
 
 
 def main(argv=None):
-    from cli import parse
+    from util.cli import parse
 
     c = parse(CountConfig, argv, description=__doc__, positional=("inputs",))
     paths = expand_inputs(c.inputs)

@@ -15,9 +15,9 @@ Corpora (GPT-2 tokenizer; a held-out split of the same corpus is the validation 
 Zero-shot: the embedded default dataset (Python's own documentation, never in these corpora unless you put it
 there), and any prepared datasets given with --zero-shot.
 
-Bodies: "cpu" is the cpu preset (4 layers, width 128, context 128, batch 8: 1,024 tokens per step), where the
-input table is 88% of a tied model; "ref" is 6 layers, width 384, context 256, batch 8 (2,048 tokens per step),
-a body-heavier model. Both default to 1,024,000 training tokens per run.
+Bodies (util/presets.py): "cpu" is the quick start's size (4 layers, width 128, context 128, batch 8: 1,024 tokens
+per step), where the input table is 88% of a tied model; "ref" is the reference size (6 layers, width 384, context
+256, batch 8: 2,048 tokens per step), a body-heavier model. Both default to 1,024,000 training tokens per run.
 Arms: every --emb of model.py, plus the controls lev_shuffled (LEV on the digits of randomly permuted ids),
 lev_k32 (32 spline knots; more parameters than lev) and flat_mlp_4m (flat_mlp with a 4m-wide hidden layer).
 The core arms (tied, untied, lev, lev_shuffled) run --seeds, the others --seeds-others. Seed s means the same
@@ -35,18 +35,18 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from cli import parse
 from model import EMB_CHOICES
+from util.cli import parse
+from util.presets import PRESETS
 
 CORPORA = {  # name -> (prepare.py arguments, prepared dataset name)
     "shakespeare": (["shakespeare"], "repro_shakespeare"),
     "wikitext103": (["wikitext103"], "repro_wikitext103"),
     "text": (["text"], "repro_text"),
 }
-BODIES = {   # name -> train.py flags (the same for every arm)
+BODIES = {   # name -> train.py flags (the same for every arm): a preset of util/presets.py, 1,024,000 tokens
     "cpu": ["--preset=cpu", "--max-iters=1000", "--eval-interval=100", "--lr=2e-3", "--warmup-iters=50"],
-    "ref": ["--preset=cpu", "--n-layer=6", "--n-head=6", "--n-embd=384", "--block-size=256", "--max-iters=500",
-            "--eval-interval=50", "--lr=1e-3", "--warmup-iters=25"],
+    "ref": ["--preset=ref"],
 }
 CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_k32": ["--emb=lev", "--lev-kappa=32"],
             "flat_mlp_4m": ["--emb=flat_mlp", "--flat-mlp-hidden=4m"]}
@@ -80,6 +80,14 @@ def sh(cmd, dry, capture=False):
         return subprocess.run(cmd, check=True, capture_output=capture, text=True).stdout
 
 
+def body_steps(body: list) -> int:
+    """The training steps of a body's train.py flags: the last --max-iters, else its preset's."""
+    given = [f for f in body if f.startswith("--max-iters=")]
+    if given:
+        return int(given[-1].split("=")[1])
+    return PRESETS[next(f.split("=")[1] for f in body if f.startswith("--preset="))]["max_iters"]
+
+
 def finished(out_dir, steps):
     """Whether a run's log holds the eval at its last step."""
     log = os.path.join(out_dir, "log.jsonl")
@@ -110,7 +118,7 @@ def main(argv=None):
     py, t0 = sys.executable, time.time()
     dataset = prepare(rc, py)
     body = BODIES[rc.body] + ([f"--max-iters={rc.steps}"] if rc.steps else [])
-    steps = int(next(f for f in reversed(body) if f.startswith("--max-iters="))[12:])
+    steps = body_steps(body)
     common = [*body, f"--dataset={dataset}", f"--data-root={rc.data_root}", "--eval-iters=16", "--log-interval=50", "--sample-tokens=0",
               *([f"--input-scale={rc.input_scale}"] if rc.input_scale else []), *shlex.split(rc.train_flags)]
     results = os.path.join(rc.out, rc.corpus, rc.body + (f"_{rc.tag}" if rc.tag else ""))

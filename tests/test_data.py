@@ -4,31 +4,44 @@
 """
 import json
 import os
+import random
+import re
 import socket
 
 import numpy as np
 import pytest
 import zstandard
 
-from conftest import SHARED_DATA
 from data import prepare, shards, sources, tokenizers
 from data.loader import TokenData
 from data.shards import read_shard, write_shard
 from data.tokenizers import get_tokenizer
 
-SHAKESPEARE = os.path.join(SHARED_DATA, "tinyshakespeare.txt")
 BPE = ("gpt2", "cl100k_base", "o200k_base")
-
-
-def shakespeare_text():
-    if not os.path.exists(SHAKESPEARE):
-        pytest.skip(f"real text {SHAKESPEARE} is absent (it lives in ../shared, outside the project)")
-    with open(SHAKESPEARE, encoding="utf-8") as f:
-        return f.read()
 
 
 def pydoc_text():
     return "\n".join(sources.pydoc_topics()[0])
+
+
+def play_text(n_chars=200_000, seed=0):
+    """Verse laid out as a play, the layout tinyshakespeare has (speaker lines, short lines ending in punctuation,
+    blank lines, lines opening with an apostrophe, a digit or an accented letter), written from the words of
+    Python's docs so that no file outside the project is needed."""
+    words = re.findall(r"[A-Za-z]+", pydoc_text())
+    rng = random.Random(seed)
+    speakers = ["FIRST CITIZEN", "MENENIUS", "Lady Capulet", "JULIET", "Nurse", "\u00c9LO\u00cfSE"]
+    openers = ["", "", "", "'Tis ", "O, ", "\u00c0 ", "2 ", "  "]
+    out, size = [], 0
+    while size < n_chars:
+        lines = [f"{rng.choice(speakers)}:"]
+        for _ in range(rng.randint(1, 6)):
+            i = rng.randrange(len(words) - 12)
+            line = " ".join(words[i:i + rng.randint(2, 11)])
+            lines.append(rng.choice(openers) + line[:1].upper() + line[1:] + rng.choice([",", ".", ";", "!", "?", ":", ""]))
+        out.append("\n".join(lines) + "\n\n")
+        size += len(out[-1])
+    return "".join(out)
 
 
 @pytest.fixture
@@ -55,7 +68,7 @@ def test_gpt2_known_ids_and_vocab_sizes():
 @pytest.mark.parametrize("name", BPE + ("byte",))
 def test_round_trip_on_real_text(name):
     tok = get_tokenizer(name)
-    for text in (pydoc_text(), shakespeare_text()):
+    for text in (pydoc_text(), play_text()):
         ids = tok.encode(text)
         assert max(ids) < tok.vocab_size and tok.eot_id not in ids
         assert tok.decode(ids) == text
@@ -174,9 +187,10 @@ def test_gpt2_files_that_disagree_are_refused():
 
 
 @pytest.mark.parametrize("name", BPE)
-def test_safe_cuts_do_not_change_tokenization(name):
+@pytest.mark.parametrize("kind", ["play", "pydoc"])
+def test_safe_cuts_do_not_change_tokenization(name, kind):
     """Pieces cut at sources.SAFE_CUT tokenize exactly like the whole text (prepare relies on it)."""
-    text = shakespeare_text()[:200_000]
+    text = (play_text() if kind == "play" else pydoc_text())[:200_000]
     pieces = [p for _, p, _ in sources.doc_pieces("train", text, piece_chars=3000)]
     assert len(pieces) > 50 and "".join(pieces) == text
     tok = get_tokenizer(name)
@@ -311,11 +325,12 @@ def test_bad_jsonl_line_names_the_file(tmp_path):
 
 
 def test_shakespeare_char_from_local_copy(tmp_path):
-    text = shakespeare_text()
+    text = play_text(100_000)
+    (tmp_path / "input.txt").write_text(text, encoding="utf-8")
     out = str(tmp_path / "shakespeare_char")
-    prepare.main(["shakespeare", "--input", SHAKESPEARE, "--tokenizer", "char", "--out-dir", out])
+    prepare.main(["shakespeare", "--input", str(tmp_path / "input.txt"), "--tokenizer", "char", "--out-dir", out])
     d = TokenData(out)
-    assert d.vocab_size == len(set(text)) + 1 == 66  # 65 characters + end-of-text
+    assert d.vocab_size == len(set(text)) + 1        # every character + end-of-text
     assert d.meta["train_tokens"] + d.meta["val_tokens"] == len(text) + 2
     assert 0.09 < d.meta["val_tokens"] / len(text) < 0.11
 

@@ -15,7 +15,7 @@ import zipfile
 import pytest
 import zstandard
 
-from cli import field_help
+from util.cli import field_help
 from conftest import ROOT
 from data import loader, prepare, sources
 from data.loader import TokenData

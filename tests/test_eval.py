@@ -17,16 +17,17 @@ import pytest
 import torch
 import torch.nn as nn
 
-import checkpoint
+from util import checkpoint
 import evaluate
-import lambada
-import metrics
-import plots
-import report
+from analysis import lambada
+from analysis import metrics
+from analysis import plots
+from analysis import report
 from conftest import ROOT
 from data import prepare
 from data.tokenizers import get_tokenizer
 from lev import LEV, LEVConfig
+from util import presets
 
 PNG = b"\x89PNG\r\n\x1a\n"
 
@@ -193,6 +194,7 @@ def test_plots_of_a_tiny_lev_and_random_tables(tmp_path):
     assert is_png(plots.plot_embeddings(stats, str(tmp_path / "emb.png")))
 
 
+@pytest.mark.slow
 def test_params_report_reproduces_the_spec():
     """python model.py (defaults: V=50257, D=768, 12 layers) prints every arm and LEV's arithmetic."""
     out = subprocess.run([sys.executable, "model.py"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
@@ -206,9 +208,7 @@ def test_params_report_reproduces_the_spec():
 
 
 # ----------------------------------------------------------------------------- end to end
-TINY = ["--n-layer", "1", "--n-head", "2", "--n-embd", "32", "--block-size", "32", "--lev-d-seed", "8",
-        "--lev-heads", "2", "--lev-kappa", "6", "--lev-rank", "4", "--max-iters", "6", "--eval-interval", "3",
-        "--sample-tokens", "0", "--batch-size", "4", "--eval-iters", "2"]
+TINY = presets.flags(presets.TINY, n_layer=1, max_iters=6, eval_interval=3, sample_tokens=0, eval_iters=2)
 
 
 def make_text(seed, n_words=2500):
@@ -304,7 +304,7 @@ def test_end_to_end_evaluation_json_and_plots(tiny_runs, capsys):
 def test_seen_count_buckets_match_a_direct_computation(tiny_runs):
     """Per run: targets bucketed by the run's own consumed counts (a literal loop over get_batch), losses
     from the model's logits; the tied group pools its two seeds (different buckets) by hand."""
-    import checkpoint
+    from util import checkpoint
     from data.loader import TokenData
     r, edges, labs = tiny_runs, [1, 8, 64], ("tied_s1", "tied_s2")
     evaluate.main(["--runs", *(str(r / lab) for lab in labs), "--count-edges", *map(str, edges), "--bootstrap", "20",
@@ -373,7 +373,7 @@ def test_flags_both_spellings_and_validation(capsys):
     assert "give exactly one of --runs DIR [DIR ...] (evaluate runs) and --from-json FILE" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         evaluate.parse_args(["--help"])
-    assert "draw the figures (plots.py) into this folder" in " ".join(capsys.readouterr().out.split())
+    assert "draw the figures (analysis/plots.py) into this folder" in " ".join(capsys.readouterr().out.split())
 
 
 def tensors_in(x):

@@ -12,18 +12,20 @@ import pytest
 import torch
 import transformers
 
-import checkpoint
+from util import checkpoint
 import export
 import train
 from conftest import ROOT
 from model import EMB_CHOICES, GPT, GPTConfig, rotary_tables
+from util import presets
 
 transformers.utils.logging.disable_progress_bar()
 
-TINY = ["--n-layer", "2", "--n-head", "2", "--n-embd", "32", "--block-size", "32", "--batch-size", "4",
-        "--lev-d-seed", "8", "--lev-heads", "2", "--lev-kappa", "6", "--lev-rank", "4",
-        "--eval-iters", "2", "--log-interval", "1", "--warmup-iters", "2", "--lr", "3e-3", "--sample-tokens", "0"]
-TINY_CFG = dict(block_size=32, n_layer=2, n_head=2, n_embd=32, lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
+TINY = ["--preset=tiny", "--log-interval=1", "--warmup-iters=2", "--lr=3e-3", "--sample-tokens=0"]
+
+
+def tiny_config(**kw) -> GPTConfig:
+    return presets.gpt_config(presets.TINY, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +72,7 @@ def max_logit_diff(model, hf, x):
 @pytest.mark.parametrize("emb", EMB_CHOICES)
 def test_input_table_is_the_input_map_on_every_id(emb):
     torch.manual_seed(0)
-    model = GPT(GPTConfig(vocab_size=257, emb=emb, **TINY_CFG))
+    model = GPT(tiny_config(vocab_size=257, emb=emb))
     ids = torch.arange(257)[None]                                                  # (1, V)
     slow = model.embed(ids)[0].detach()                                            # (V, D): the training path
     table = model.eval().input_table(chunk_size=100)                       # chunks that do not divide V
@@ -138,7 +140,7 @@ def test_gpt2_export_has_a_tokenizer_that_loads_offline(tmp_path):
 
 
 def test_bfloat16_export_and_overwrite(tmp_path):
-    cfg = GPTConfig(vocab_size=257, emb="lev", **TINY_CFG)
+    cfg = tiny_config(vocab_size=257, emb="lev")
     fake_run(tmp_path, cfg, "byte")
     dest = str(tmp_path / "bf16")
     res = export.main(["--out-dir", str(tmp_path), "--dest", dest, "--dtype", "bfloat16", "--check=True"])
@@ -156,6 +158,7 @@ def test_bfloat16_export_and_overwrite(tmp_path):
     (["--out-dir", "no/such/run"], "no checkpoint at no/such/run"),
     (["--out-dir", "no/such/run", "--dtype", "float16"], "invalid choice"),
 ])
+@pytest.mark.slow
 def test_bad_arguments_are_one_sentence_without_traceback(args, message):
     p = subprocess.run([sys.executable, "export.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "Traceback" not in p.stderr and message in p.stderr, p.stderr

@@ -12,10 +12,9 @@ import pytest
 import torch
 
 import lev
-import lev_fast
-import native
+from fast import lev_fast, native
+from fast.lev_fast import FastLEV, spline_product
 from lev import LEV, LEVConfig, bspline_basis, coefficients, separable_product
-from lev_fast import spline_product
 from test_lev import SMALL, reference_lev
 
 
@@ -251,8 +250,8 @@ def test_cpp_kernel_leaves_denormals_alone():
 # ----------------------------------------------------------------------------------------------------
 # Whole LEV: every combination of fast paths == the slow per-token reference (float64)
 
-PATHS = {
-    "plain": dict(dedup=False, sparse_basis=False, project_seed=False),
+PATHS = {   # name -> FastLEV's options (None: lev.LEV as written)
+    "plain": None,
     "dedup_dense": dict(dedup=True, sparse_basis=False),
     "fused_torch": dict(dedup=False, sparse_basis=True, kernel="torch"),
     "dedup_fused_torch": dict(dedup=True, sparse_basis=True, kernel="torch"),
@@ -261,14 +260,19 @@ PATHS = {
 }
 
 
+def build(cfg, path):
+    """LEV as written (path "plain") or FastLEV with one of PATHS' options."""
+    return LEV(cfg) if PATHS[path] is None else FastLEV(cfg, **PATHS[path])
+
+
 @pytest.mark.parametrize("path", list(PATHS))
 @pytest.mark.parametrize("variant", [{}, dict(basis_norm=False), dict(seed_ln=False, temperature=1.0)], ids=str)
 def test_lev_paths_match_reference(path, variant):
-    if PATHS[path].get("kernel") == "cpp" and not cpp_available():
+    if (PATHS[path] or {}).get("kernel") == "cpp" and not cpp_available():
         pytest.skip("no C++ compiler")
     torch.manual_seed(0)
-    cfg = replace(SMALL, **PATHS[path], **variant)
-    lev = LEV(cfg).double()
+    lev = build(replace(SMALL, **variant), path).double()
+    cfg = lev.cfg
     with torch.no_grad():
         lev.codebooks.mul_(40.0)                             # spread u over every knot region
         if lev.ln_bias is not None:
@@ -297,8 +301,8 @@ def test_fast_paths_match_plain_on_a_zipf_batch(path):
     ids = torch.multinomial(1.0 / (torch.arange(5000.0) + 2.7), 4 * 64, replacement=True, generator=g).view(4, 64)
     ids[0, :2] = torch.tensor([0, 4999])
     torch.manual_seed(0)
-    slow = LEV(replace(cfg, **PATHS["plain"]))
-    fast = LEV(replace(cfg, **PATHS[path]))
+    slow = build(cfg, "plain")
+    fast = build(cfg, path)
     fast.load_state_dict(slow.state_dict())
     out_s, out_f = slow(ids), fast(ids)
     torch.testing.assert_close(out_f, out_s, rtol=1e-5, atol=1e-6)
@@ -309,7 +313,7 @@ def test_fast_paths_match_plain_on_a_zipf_batch(path):
 @pytest.mark.parametrize("kernel", KERNELS)
 def test_materialised_table_matches_direct(kernel):
     torch.manual_seed(0)
-    lev = LEV(replace(SMALL, vocab_size=97, kernel=kernel))
+    lev = FastLEV(replace(SMALL, vocab_size=97), kernel=kernel)
     ids = torch.tensor([[0, 96, 5, 5, 40]])
     torch.testing.assert_close(lev.lookup(ids), lev(ids), rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(lev.materialize(), lev(torch.arange(97)[None])[0], rtol=1e-5, atol=1e-6)
@@ -319,7 +323,7 @@ def test_materialised_table_matches_direct(kernel):
 def test_float32_inside_bf16_autocast(kernel):
     """LEV's math stays float32 under bf16 autocast (a bf16 knot grid would break the spline)."""
     torch.manual_seed(0)
-    lev = LEV(replace(SMALL, vocab_size=97, kernel=kernel))
+    lev = FastLEV(replace(SMALL, vocab_size=97), kernel=kernel)
     ids = torch.tensor([[0, 96, 5, 5, 40]])
     with torch.autocast("cpu", dtype=torch.bfloat16):
         out = lev(ids)
@@ -335,7 +339,7 @@ def test_no_compiler_falls_back_to_torch_and_cpp_says_why(monkeypatch):
     with pytest.raises(RuntimeError, match="could not be built"):
         spline_product(u, S - 1, kernel="cpp")
     with pytest.raises(ValueError, match="kernel"):
-        LEVConfig(kernel="fast")
+        FastLEV(SMALL, kernel="fast")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -346,7 +350,7 @@ def test_no_compiler_falls_back_to_torch_and_cpp_says_why(monkeypatch):
 def test_compiled_lev_equals_eager(kernel):
     torch._dynamo.reset()
     torch.manual_seed(0)
-    lev = LEV(LEVConfig(vocab_size=1000, n_embd=16, d_seed=8, heads=2, kappa=6, rank=4, kernel=kernel))
+    lev = FastLEV(LEVConfig(vocab_size=1000, n_embd=16, d_seed=8, heads=2, kappa=6, rank=4), kernel=kernel)
     compiled = torch.compile(lev)
     for T in (7, 9):                                         # two shapes: recompiles must stay correct too
         ids = torch.randint(0, 1000, (2, T), generator=torch.Generator().manual_seed(T))
@@ -376,7 +380,7 @@ def test_bench_runs_end_to_end(tmp_path):
             assert r[key] > 0, key
     assert data["arms"]["tied"]["step_vs_tied"] == 1.0
     assert data["peak_flops"] > 0 and data["config"]["unique_ids"] > 0
-    import runtime
+    from util import runtime
     assert data["config"]["dtype"] == runtime.pick_dtype("auto", "cpu")[0]     # the bench's default dtype
 
 
@@ -401,7 +405,7 @@ def test_bench_dtype_and_head_section(tmp_path, capsys):
 @pytest.mark.parametrize("native", [True, False])
 def test_bench_variants_auto_skips_bf16_where_it_is_emulated(monkeypatch, native):
     import bench
-    import runtime
+    from util import runtime
     monkeypatch.setattr(runtime, "cpu_has_native_bf16", lambda: native)
     assert bench.parse_args(["--device", "cpu"]).variants == ("a,b,c,d,e" if native else "a,d")
     assert bench.parse_args(["--device", "cpu", "--variants", "e,c"]).variants == "a,c,e"   # (a): the ratios' base
@@ -419,6 +423,7 @@ def byte_docs(tmp_path_factory):
     return out
 
 
+@pytest.mark.slow
 def test_bench_quickstart_rss(byte_docs):
     import bench
     a = bench.parse_args(["--tiny", "--quickstart-iters", "1", "--dataset", byte_docs])
@@ -428,6 +433,7 @@ def test_bench_quickstart_rss(byte_docs):
     del ballast
 
 
+@pytest.mark.slow
 def test_bench_curves(byte_docs, tmp_path):
     import bench
     out = tmp_path / "curves.json"
@@ -442,6 +448,18 @@ def test_bench_curves(byte_docs, tmp_path):
         assert r["two_sd"] is None and r["within"] is None                # one seed: no seed sd to compare with
 
 
+@pytest.mark.slow
+def test_bench_os_section_counts_page_faults_both_ways():
+    """The allocator section runs the head in fresh processes, glibc's defaults and kept memory (numbers vary by
+    machine and are reported, not asserted)."""
+    import bench
+    res = bench.main(["--tiny", "--sections", "os", "--memory", "none"])["os"]
+    assert set(res) == {"default", "kept"} and res["default"]["allocator"] == "glibc's defaults"
+    for r in res.values():
+        assert len(r["warm_steps"]) == 8 and min(r["warm_steps"]) >= 0 and r["total"] == sum(r["warm_steps"])
+
+
+@pytest.mark.slow
 def test_bench_memory_probe():
     import bench
     assert bench.measure_memory(["--tiny"], "train:tied") > 0

@@ -1,4 +1,4 @@
-"""gpu_check.py's dry run: every check at tiny sizes on the CPU must pass (a failure there is a bug in the check or
+"""experiments/gpu_check.py's dry run: every check at tiny sizes on the CPU must pass (a failure there is a bug in the check or
 in the code it checks), and one check that raises is recorded as failed while the others still run."""
 import json
 import subprocess
@@ -6,14 +6,15 @@ import sys
 
 import pytest
 
-import gpu_check
+from experiments import gpu_check
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
 
+@pytest.mark.slow
 def test_dry_run_every_check_ok(tmp_path):
-    p = subprocess.run([sys.executable, "gpu_check.py", "--dry-run", "--out", str(tmp_path)], cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "experiments.gpu_check", "--dry-run", "--out", str(tmp_path)], cwd=ROOT,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())

@@ -4,9 +4,9 @@ anything of size N * V for backward, while the plain path does."""
 import pytest
 import torch
 
-import head
-import native
-from head import default_chunk_size, linear_cross_entropy, plain_cross_entropy
+from fast import head
+from fast import native
+from fast.head import default_chunk_size, linear_cross_entropy, plain_cross_entropy
 
 
 def data(N, D, V, dtype=torch.float64, scale=1.0, seed=0, lead=None):

@@ -1,10 +1,12 @@
-"""LEV against a slow reference written straight from the equations (docs/method.md section 2), plus its invariants."""
+"""LEV, as written (lev.LEV) and computed fast (fast/lev_fast.FastLEV), against a slow reference written straight from
+the equations (docs/method.md section 2), plus its invariants."""
 import math
 from dataclasses import replace
 
 import pytest
 import torch
 
+from fast.lev_fast import FastLEV
 from lev import (LEV, LEVConfig, bspline_basis, bspline_basis_sparse, coefficients,
                  digits, id_permutation, lev_base, lev_num_params)
 
@@ -60,25 +62,22 @@ def reference_lev(lev: LEV, ids):
     return torch.stack(out).view(*ids.shape, cfg.n_embd)
 
 
-VARIANTS = [
-    {},
-    dict(sparse_basis=False),
-    dict(dedup=False),
-    dict(project_seed=False),
-    dict(project_seed=False, seed_combine="concat"),
-    dict(seed_ln=False, temperature=1.0),
-    dict(basis_norm=False),
-    dict(codebooks="shared"),
-    dict(seed_combine="concat"),
-    dict(id_shuffle=3),
-]
+METHOD = [{}, dict(seed_ln=False, temperature=1.0), dict(basis_norm=False), dict(codebooks="shared"),
+          dict(seed_combine="concat"), dict(id_shuffle=3)]                 # LEVConfig: what function
+IMPLS = {"written": lambda cfg: LEV(cfg), "fast": lambda cfg: FastLEV(cfg),    # how it is computed
+         "fast_dense": lambda cfg: FastLEV(cfg, sparse_basis=False), "fast_no_dedup": lambda cfg: FastLEV(cfg, dedup=False),
+         "fast_no_project": lambda cfg: FastLEV(cfg, project_seed=False)}
+CASES = ([(m, impl) for m in METHOD for impl in ("written", "fast")]
+         + [({}, impl) for impl in ("fast_dense", "fast_no_dedup", "fast_no_project")]
+         + [(dict(seed_combine="concat"), "fast_no_project")])
 
 
-@pytest.mark.parametrize("variant", VARIANTS, ids=lambda v: ",".join(f"{k}={x}" for k, x in v.items()) or "default")
-def test_matches_reference_values_and_grads(variant):
+@pytest.mark.parametrize("variant,impl", CASES,
+                         ids=lambda v: v if isinstance(v, str) else ",".join(f"{k}={x}" for k, x in v.items()) or "default")
+def test_matches_reference_values_and_grads(variant, impl):
     torch.manual_seed(0)
     cfg = replace(SMALL, **variant)
-    lev = LEV(cfg).double()
+    lev = IMPLS[impl](cfg).double()
     with torch.no_grad():                                    # bigger spread so every knot region is visited
         lev.codebooks.mul_(40.0)
     ids = torch.tensor([[0, 1, 29, 7], [7, 13, 0, 28]])      # repeated ids exercise the deduplication
@@ -97,11 +96,24 @@ def test_matches_reference_values_and_grads(variant):
         torch.testing.assert_close(g, gr, rtol=1e-7, atol=1e-9, msg=lambda m: f"grad of {name}: {m}")
 
 
-def test_float32_path_matches_reference():
+@pytest.mark.parametrize("impl", ["written", "fast"])
+def test_float32_path_matches_reference(impl):
     torch.manual_seed(1)
-    lev = LEV(LEVConfig(vocab_size=50, n_embd=8, k=3, d_seed=6, heads=2, kappa=7, rank=4))
+    lev = IMPLS[impl](LEVConfig(vocab_size=50, n_embd=8, k=3, d_seed=6, heads=2, kappa=7, rank=4))
     ids = torch.randint(0, 50, (3, 5))
     torch.testing.assert_close(lev(ids), reference_lev(lev, ids), rtol=1e-4, atol=1e-5)
+
+
+def test_written_and_fast_share_parameters_and_function():
+    """FastLEV is lev.LEV computed another way: the same state_dict keys and shapes, the same outputs."""
+    torch.manual_seed(2)
+    cfg = LEVConfig(vocab_size=300, n_embd=16, d_seed=8, heads=2, kappa=6, rank=4, id_shuffle=5)
+    written, fast = LEV(cfg), FastLEV(cfg)
+    assert {k: v.shape for k, v in written.state_dict().items()} == {k: v.shape for k, v in fast.state_dict().items()}
+    fast.load_state_dict(written.state_dict())
+    ids = torch.randint(0, 300, (4, 9))
+    torch.testing.assert_close(fast(ids), written(ids), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(fast.materialize(), written.materialize(), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.parametrize("V,k", [(30, 2), (1000, 3), (1001, 3), (50257, 3), (100277, 3), (200019, 3), (256, 8)])
@@ -146,7 +158,7 @@ def test_separable_product_sign_and_magnitude():
 
 
 @pytest.mark.parametrize("V", [30, 1000, 50257, 100277, 200019])
-@pytest.mark.parametrize("variant", VARIANTS[3:] + [{}], ids=str)
+@pytest.mark.parametrize("variant", METHOD, ids=str)
 def test_num_params_formula(V, variant):
     cfg = replace(LEVConfig(vocab_size=V, n_embd=768), **variant)
     with torch.device("meta"):
@@ -175,7 +187,7 @@ def test_spec_example_gpt2_768():
 
 def test_materialize_equals_direct_and_refreshes():
     torch.manual_seed(0)
-    lev = LEV(replace(SMALL, vocab_size=97))
+    lev = FastLEV(replace(SMALL, vocab_size=97))
     table = lev.materialize().clone()
     assert table.shape == (97, 6)
     torch.testing.assert_close(table, lev(torch.arange(97)[None])[0])
@@ -191,8 +203,9 @@ def test_materialize_equals_direct_and_refreshes():
     torch.testing.assert_close(table2, 2 * table)
 
 
-def test_bad_ids_and_config_are_clear_errors():
-    lev = LEV(SMALL)
+@pytest.mark.parametrize("impl", ["written", "fast"])
+def test_bad_ids_and_config_are_clear_errors(impl):
+    lev = IMPLS[impl](SMALL)
     with pytest.raises(ValueError, match="outside"):
         lev(torch.tensor([[0, 30]]))
     with pytest.raises(ValueError, match="codebooks"):
@@ -206,7 +219,7 @@ def test_materialised_table_is_never_stale(change):
     """Anything that changes the weights invalidates the table: optimizer steps of any kind (fused AdamW
     writes parameters without bumping their version counters), load_state_dict, in-place writes."""
     torch.manual_seed(0)
-    lev = LEV(replace(SMALL, vocab_size=97))
+    lev = FastLEV(replace(SMALL, vocab_size=97))
     ids = torch.tensor([[0, 96, 5, 5, 40]])
     before = lev.lookup(ids).clone()
     if change == "load_state_dict":

@@ -7,14 +7,19 @@ import torch
 
 from lev import lev_num_params
 from model import EMB_CHOICES, GPT, GPTConfig, matched_widths, param_report
+from util import presets
 
-TINY = GPTConfig(vocab_size=300, block_size=16, n_layer=2, n_head=2, n_embd=32,
-                 lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
+TINY = presets.gpt_config(presets.TINY, vocab_size=300, block_size=16)
 
 
-def build(emb, **kw):
+def with_lev(cfg, **lev):
+    """cfg with some of LEV's hyperparameters changed."""
+    return replace(cfg, lev=replace(cfg.lev, **lev))
+
+
+def build(emb, lev=None, **kw):
     torch.manual_seed(0)
-    return GPT(replace(TINY, emb=emb, **kw))
+    return GPT(with_lev(replace(TINY, emb=emb, **kw), **(lev or {})))
 
 
 @pytest.mark.parametrize("emb", EMB_CHOICES)
@@ -74,12 +79,12 @@ def test_storage_sharing_and_breakdown(emb):
     if emb in ("tied", "untied"):
         assert bd["input"] == V * D
     if emb == "lev":
-        assert bd["input"] == lev_num_params(TINY.lev_config())
+        assert bd["input"] == lev_num_params(TINY.lev)
 
 
 def test_baselines_are_matched_to_lev():
     cfg = GPTConfig(vocab_size=50257, n_embd=768, n_layer=1, n_head=12)
-    target = lev_num_params(cfg.lev_config())
+    target = lev_num_params(cfg.lev)
     for emb in ("albert", "flat_mlp", "factorized_mlp"):
         with torch.device("meta"):
             inp = GPT(replace(cfg, emb=emb)).param_breakdown()["input"]
@@ -182,7 +187,7 @@ def test_bad_config_is_a_clear_error():
 
 @pytest.mark.parametrize("emb", ["lev", "factorized_mlp"])
 def test_id_shuffle_control_reads_the_digits_of_permuted_ids(emb):
-    plain, shuffled = build(emb), build(emb, lev_id_shuffle=7)
+    plain, shuffled = build(emb), build(emb, lev=dict(id_shuffle=7))
     shuffled.load_state_dict({**plain.state_dict(), "wte.perm": shuffled.wte.perm})
     ids = torch.tensor([[0, 299, 5, 5, 123]])
     torch.testing.assert_close(shuffled.wte(ids), plain.wte(shuffled.wte.perm[ids]))
@@ -190,13 +195,20 @@ def test_id_shuffle_control_reads_the_digits_of_permuted_ids(emb):
 
 
 def test_resume_check_accepts_checkpoints_that_predate_a_field():
-    import checkpoint
+    """Older checkpoints wrote LEV's fields flat (lev_k, ...), with retired compute-only fields, and may lack newer
+    fields: they still load and resume, and a real difference is named."""
     from dataclasses import asdict
+    from util import checkpoint
+    from util.cli import flatten
     args, tok = asdict(TINY), dict(name="byte", vocab_size=300)
-    old = dict(model_args={k: v for k, v in args.items() if k != "lev_id_shuffle"}, tokenizer=tok)
+    flat = {k: v for k, v in flatten(GPTConfig, TINY).items() if k not in ("lev_id_shuffle", "lev_vocab_size", "lev_n_embd")}
+    old = dict(model_args={**flat, "lev_dedup": True, "lev_sparse_basis": True}, tokenizer=tok)
     checkpoint.check_compatible(old, args, tok, "old.pt")                  # the default then and now: fine
+    assert GPTConfig(**GPTConfig.saved(old["model_args"])) == TINY
     with pytest.raises(ValueError, match="lev_id_shuffle: checkpoint 0, now 1"):
-        checkpoint.check_compatible(old, {**args, "lev_id_shuffle": 1}, tok, "old.pt")
+        checkpoint.check_compatible(old, asdict(with_lev(TINY, id_shuffle=1)), tok, "old.pt")
+    new = dict(model_args=args, tokenizer=tok)                             # nested, as written now
+    checkpoint.check_compatible(new, asdict(replace(TINY, lev_fast=False, head="plain")), tok, "new.pt")  # how, not what
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -246,9 +258,9 @@ def test_protocol_keeps_the_tied_baseline_exactly_and_changes_only_the_last_laye
 @pytest.mark.parametrize("bias", [False, True])
 def test_baseline_choices_stay_matched_to_lev(rule, bias):
     """flat_mlp's hidden-width rule, the MLPs' biases and activation: the parameter match to P_LEV holds."""
-    cfg = replace(TINY, vocab_size=2000, n_embd=64, lev_d_seed=64, lev_heads=4, lev_kappa=8, lev_rank=32,
-                  flat_mlp_hidden=rule, emb_mlp_bias=bias, emb_mlp_act="relu")
-    target = lev_num_params(cfg.lev_config())
+    cfg = with_lev(replace(TINY, vocab_size=2000, n_embd=64, flat_mlp_hidden=rule, emb_mlp_bias=bias, emb_mlp_act="relu"),
+                   d_seed=64, heads=4, kappa=8, rank=32)
+    target = lev_num_params(cfg.lev)
     w = matched_widths(cfg)
     assert w["flat_H"] == (64 if rule == "D" else 4 * w["flat_m"])
     for emb in ("albert", "flat_mlp", "factorized_mlp"):

@@ -10,20 +10,20 @@ import sys
 import numpy as np
 import pytest
 
-import checkpoint
+from util import checkpoint
 import evaluate
 import sample
 import train
 from conftest import ROOT
 from data import prepare
 from data.loader import TokenData
+from util import presets
 
 pytestmark = pytest.mark.slow
 
-SMALL = ["--preset=pile-200m", "--device=cpu", "--compile=False", "--dtype=float32",
-         "--n-layer=1", "--n-head=2", "--n-embd=32", "--block-size=32", "--batch-size=2", "--grad-accum=2",
-         "--lev-d-seed=8", "--lev-heads=2", "--lev-kappa=6", "--lev-rank=4",
-         "--eval-iters=2", "--warmup-iters=2", "--log-interval=1", "--sample-tokens=0"]
+SMALL = ["--preset=pile-200m", "--device=cpu", "--compile=False", "--dtype=float32", "--grad-accum=2",
+         *presets.flags(presets.TINY, n_layer=1, batch_size=2), "--eval-iters=2", "--warmup-iters=2",
+         "--log-interval=1", "--sample-tokens=0"]
 
 
 def write_jsonl_zst(path, texts):

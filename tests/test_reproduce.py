@@ -4,8 +4,11 @@ import shlex
 import subprocess
 import sys
 
+import pytest
+
 from conftest import ROOT
 from model import EMB_CHOICES
+from util import presets
 
 
 def dry_run(tmp_path, *extra):
@@ -19,6 +22,7 @@ def flags(cmd):
     return dict(a[2:].split("=", 1) for a in cmd if a.startswith("--") and "=" in a)
 
 
+@pytest.mark.slow
 def test_every_arm_and_seed_on_the_same_tokens_and_body(tmp_path):
     cmds = dry_run(tmp_path)
     train = [flags(c) for c in cmds if c[1] == "train.py"]
@@ -36,27 +40,28 @@ def test_every_arm_and_seed_on_the_same_tokens_and_body(tmp_path):
     assert ev[ev.index("--dataset") + 1:ev.index("--dataset") + 3] == ["repro_text", "default"]   # + zero-shot
 
 
+@pytest.mark.slow
 def test_every_emb_of_the_model_is_an_arm_and_bodies_and_subsets(tmp_path):
     from experiments.reproduce import ARMS
     assert set(EMB_CHOICES) <= set(ARMS)                                         # a new arm cannot drop out
     cmds = dry_run(tmp_path, "--body", "ref", "--arms", "tied", "lev", "--seeds", "4", "--steps", "7",
                    "--input-scale", "norm", "--tag", "x")
     train = [flags(c) for c in cmds if c[1] == "train.py"]
-    assert [(f["emb"], f["seed"], f["max-iters"], f["n-embd"], f["input-scale"]) for f in train] == \
-        [("tied", "4", "7", "384", "norm"), ("lev", "4", "7", "384", "norm")]
+    assert [(f["emb"], f["seed"], f["max-iters"], f["preset"], f["input-scale"]) for f in train] == \
+        [("tied", "4", "7", "ref", "norm"), ("lev", "4", "7", "ref", "norm")]
     assert "/text/ref_x/" in train[0]["out-dir"]
     bad = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--dry-run", "--arms", "nope"], cwd=ROOT,
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "unknown arm" in bad.stderr and "Traceback" not in bad.stderr
 
 
+@pytest.mark.slow
 def test_a_tiny_reproduction_end_to_end(tmp_path):
     """The whole recipe on a text the test writes: prepare, train two arms, evaluate (+ zero-shot on the
     default dataset), summary, figures; a second invocation finds every run finished and trains nothing."""
     from pydoc_data.topics import topics
     (tmp_path / "a.txt").write_text("\n\n".join(topics[k] for k in sorted(topics)[:40]))
-    tiny = ("--n-layer=1 --n-head=2 --n-embd=32 --block-size=32 --lev-d-seed=8 --lev-heads=2 --lev-kappa=6 "
-            "--lev-rank=4 --eval-interval=2 --eval-iters=2 --dtype=float32")
+    tiny = " ".join(presets.flags(presets.TINY, n_layer=1, eval_interval=2, eval_iters=2, dtype="float32"))
     argv = [sys.executable, "-m", "experiments.reproduce", "--corpus", "text", "--input", str(tmp_path / "a.txt"),
             "--arms", "tied", "lev", "--seeds", "1", "--steps", "4", "--max-windows", "8", "--out",
             str(tmp_path / "r"), "--data-root", str(tmp_path / "data"), "--train-flags", tiny]

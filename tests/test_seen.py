@@ -14,7 +14,7 @@ import pytest
 import evaluate
 from data.loader import TokenData, consumed_counts
 from data.shards import write_shard
-from metrics import (assign_count_buckets, bootstrap_rel_change, compare, count_bucket_names, mean_loss, rel_change,
+from analysis.metrics import (assign_count_buckets, bootstrap_rel_change, compare, count_bucket_names, mean_loss, rel_change,
                      run_spread, window_sums)
 
 

@@ -3,9 +3,7 @@ Where and how a script runs: the device, the number format (dtype) and why, and 
 Every script (train, sample, evaluate, bench, export) decides these here, the same way.
 
     device "auto"  cuda if available, then mps, then cpu
-    dtype  "auto"  bfloat16 autocast on a GPU that supports it, and on a CPU with native bf16 arithmetic
-                   (avx512_bf16 or amx_bf16: bf16 matmuls run ~3.6x faster than float32 on the project's
-                   AMD EPYC); float32 elsewhere. LEV's own math stays float32 under autocast (lev.py).
+    dtype  "auto"  pick_dtype: bf16 autocast where the hardware computes bf16 natively, float32 elsewhere
 """
 import ctypes
 import os
@@ -29,9 +27,9 @@ def cpu_flags() -> str:
 
 
 def cpu_has_native_bf16() -> bool:
-    """True on x86 CPUs whose instructions compute in bfloat16 (AVX512-BF16 or AMX-BF16)."""
-    flags = cpu_flags().split()
-    return "avx512_bf16" in flags or "amx_bf16" in flags
+    """True on CPUs whose instructions compute in bfloat16: a feature flag ending in "_bf16" (x86's bf16 extensions
+    of AVX-512 and of the matrix tiles)."""
+    return any(flag.endswith("_bf16") for flag in cpu_flags().split())
 
 
 def pick_device(name: str = "auto", local_rank: int = 0, why: str = "") -> str:
@@ -52,7 +50,9 @@ def pick_device(name: str = "auto", local_rank: int = 0, why: str = "") -> str:
 
 
 def pick_dtype(name: str, device: str):
-    """(dtype name, why) for autocast: "auto" decides by the hardware; an explicit name is kept."""
+    """(dtype name, why) for autocast. The rule of "auto": bf16 autocast where the device computes bf16 natively (a
+    GPU that supports it, a CPU with bf16 instructions), float32 elsewhere (emulated bf16 is slower than float32);
+    LEV's own math stays float32 either way (lev.py). An explicit name is kept."""
     kind = device.split(":")[0]
     if name != "auto":
         if name == "bfloat16" and kind == "cuda" and not torch.cuda.is_bf16_supported():
@@ -62,7 +62,7 @@ def pick_dtype(name: str, device: str):
     if kind == "cuda" and torch.cuda.is_bf16_supported():
         return "bfloat16", "bf16 autocast: supported by this GPU, no loss scaling needed"
     if kind == "cpu" and cpu_has_native_bf16():
-        return "bfloat16", "bf16 autocast: this CPU computes in bf16 natively (avx512_bf16/amx), ~2-3x faster matmuls"
+        return "bfloat16", "bf16 autocast: this CPU computes in bf16 natively"
     return "float32", f"float32: no native bf16 on this {kind}"
 
 
@@ -73,12 +73,11 @@ def keep_freed_memory() -> str:
     """glibc only: keep memory that a training step frees, so the next step reuses it. Returns what was done.
 
     By default glibc serves each block above a threshold (dynamic, at most 32 MiB) with fresh mmap'd pages and
-    returns the heap's free top to the OS; a step that allocates and frees the same large tensors every time
-    then has the kernel zero those pages again every step. On the project's 2-core CPU that was a third of the
-    quick start's CPU time (system time 52 of 158 s, 28M page faults). Serving blocks of up to 32 MiB (glibc's
-    largest threshold) from the heap and trimming it only when 1 GiB is free made the quick-start step 1.5x
-    faster (290 -> 200 ms) at +2% peak RSS. The same as GLIBC_TUNABLES=glibc.malloc.mmap_threshold=33554432:
-    glibc.malloc.trim_threshold=1073741824, set from inside the process; elsewhere (macOS, musl) a no-op."""
+    returns the heap's free top to the OS, so a step that allocates and frees the same large tensors every time
+    has the kernel zero those pages again every step. Here blocks of up to 32 MiB (glibc's largest threshold) come
+    from the heap, which is trimmed only when 1 GiB is free: the same as GLIBC_TUNABLES=glibc.malloc.mmap_threshold=
+    33554432:glibc.malloc.trim_threshold=1073741824, set from inside the process; elsewhere (macOS, musl) a no-op.
+    What it saves: docs/performance.md, "Memory"; `python bench.py --sections os` counts the page faults."""
     if not sys.platform.startswith("linux") or not platform.libc_ver()[0] == "glibc":
         return "the allocator left as it is (not glibc)"
     libc = ctypes.CDLL(None)

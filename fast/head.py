@@ -50,29 +50,15 @@ autocast, the C++ rows against PyTorch's, and that nothing of size N * V is save
 import torch
 import torch.nn.functional as F
 
-import native
+from fast import native
 
-# Default block sizes. PyTorch's rows make float32 copies of a block's logits (two or three at once): 2^23 logits,
-# (1 << 23) // V = 166 positions at V = 50257. Measured on the project's 2-core AMD EPYC CPU (avx512_bf16),
-# V = 50257, forward + backward of reduction "mean", fastest of 3, 2 threads, seconds for 2^22 / 2^23 / 2^24:
-#   N = 1024, D = 128:  float32 0.28 / 0.28 / 0.31    bf16 autocast 0.14 / 0.13 / 0.25
-#   N = 2048, D = 384:  float32 1.40 / 1.29 / 1.41    bf16 autocast 1.11 / 0.87 / 0.86
-# (1 thread: the same ranking; 2^21 and below lose 10-100% to the per-block (V, D) sum of dL/dW; one block
-# for all N is no faster and holds all the logits). On a GPU a larger block likely pays (not measured).
-# head_kernel.cpp's rows hold only the block itself, in the matmul's dtype: just under 32 MiB (bf16: 2^24
-# logits, 333 positions). Measured on a 2-core Intel Xeon (AMX), quick-start training step (tied, bf16 autocast),
-# paired medians, blocks of 16 / 32 / 64 MiB: 1.09 / 1 / 0.93 (fewer blocks: fewer (V, D) sums for dL/dW); but a
-# block of 32 MiB or more is beyond glibc's largest mmap threshold (runtime.keep_freed_memory), so each one is
-# fresh pages that the kernel zeroes, every step; the quick start's peak RSS is 720 MB at 32 MiB, 742 MB at 64.
+# Block sizes, tuned by measurement (docs/performance.md, "The output head"). PyTorch's rows make float32 copies of a
+# block's logits, so their blocks hold 2^23 logits; the C++ rows work in place in the matmul's dtype, so theirs hold
+# just under 32 MiB, the largest block glibc still serves from reused memory (util/runtime.keep_freed_memory).
 CHUNK_LOGITS = 1 << 23
 CHUNK_BYTES = 32 << 20
-# A float32 block's logits on a CPU are computed VOCAB_SLICE columns at a time, into one (n, V) buffer. Measured on
-# a 2-core AMD EPYC without AVX-512 (torch's float32 matmul is MKL's), one block of 166 positions, V = 50257, median
-# of 7: D = 128, xc @ Wc^T whole 49 ms (44 GFLOP/s), in slices of 512 / 1024 / 2048 columns 31 / 27 / 33 ms; D = 384,
-# whole 117 ms, slices of 512 / 1024 70 / 78 ms. The block's two gradient matmuls ran at 95-125 GFLOP/s whole, and
-# so they stay. Training step, float32 + chunked head, paired medians: quick start 0.90x (tied) / 0.93x (lev),
-# reference 0.93x / 0.96x. bf16 matmuls (oneDNN's) are left whole: not measured on a CPU with native bf16, nor is
-# float32 on an Intel CPU. 0: no slicing.
+# A float32 block's logits on a CPU are computed this many vocabulary columns at a time into one (n, V) buffer:
+# the same numbers, and MKL's float32 matmul runs faster on such slices than on the whole width. 0: no slicing.
 VOCAB_SLICE = 1024
 
 
@@ -137,9 +123,8 @@ def compute_dtype(x, W) -> torch.dtype:
 def blocks(N: int, chunk: int):
     """[(start, end)] of consecutive blocks out of N positions: as few as blocks of at most chunk positions allow
     (ceil(N / chunk)), their sizes differing by at most 1. Even blocks, not full ones and a short remainder: a
-    short last block pays a whole (V, D) sum of dL/dW for a few rows (N = 1024, chunk 166: 7 blocks of 146-147
-    instead of 6 x 166 + 28; the head alone, float32, D = 128, paired median of 15 on a 2-core AMD EPYC without
-    AVX-512: 0.978x)."""
+    short last block would pay a whole (V, D) sum of dL/dW for a few rows (N = 1024, chunk 166: 7 blocks of
+    146-147 instead of 6 x 166 + 28)."""
     n = -(-N // chunk)                                                       # ceil(N / chunk) blocks
     return [(i * N // n, (i + 1) * N // n) for i in range(n)]
 
@@ -173,8 +158,8 @@ def row_kernel(device: torch.device, dtype: torch.dtype, acc: torch.dtype, kerne
     """head_kernel.cpp (native.py) when it applies: kernel "cpp", or "auto" on a CPU, for float32 or bfloat16
     logits (dtype: the matmul's) summed in float32; None: the PyTorch rows (block_log_softmax,
     softmax_minus_onehot_)."""
-    if kernel not in ("auto", "cpp", "torch"):
-        raise ValueError(f"kernel must be 'auto', 'cpp' or 'torch', got {kernel!r}.")
+    if kernel not in native.KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(native.KERNELS)}; got {kernel!r}.")
     fits = device.type == "cpu" and acc == torch.float32 and dtype in (torch.float32, torch.bfloat16)
     if kernel == "torch" or (kernel == "auto" and not fits):
         return None
@@ -219,7 +204,7 @@ def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None, rows=None)
                 grad_W.addmm_(dz.t(), xc[a:b])                               # += (V, n) @ (n, D), in place
             elif need_W:
                 grad_W += (dz.t() @ xc[a:b]).to(acc)                         # bf16 matmul, float32 sum
-                # (.to first: adding a bf16 tensor into a float32 one is 2x slower than converting, then adding)
+                # (.to first: converting, then adding, is faster than adding bf16 into float32)
         del dz
     return loss, grad_x, grad_W
 

@@ -13,11 +13,14 @@ fields into flags and the comments into the `--help` text:
 
 Every field becomes a flag in two spellings, `--max-iters` and `--max_iters`; booleans take `--compile`,
 `--compile=True`, `--compile=False` (also 1/0, yes/no); `list[...]` fields take several values; a field
-with a fixed set of values lists them. Values are checked here, so a bad flag is an argparse error
+with a fixed set of values (the class's CHOICES) lists them. A field whose type is itself a dataclass
+contributes its fields under its name (GPTConfig.lev: LEVConfig -> `--lev-k`, `--lev-rank`, ...), except those
+the parent sets itself (the parent's DERIVED). Values are checked here, so a bad flag is an argparse error
 (exit code 2, one sentence, no traceback), never a crash deep in the run.
 """
 import argparse
 import dataclasses
+import functools
 import inspect
 import io
 import re
@@ -66,6 +69,7 @@ def number(s) -> int:
 _FIELD = re.compile(r"\s+(\w+)\s*:")
 
 
+@functools.lru_cache(maxsize=None)
 def field_help(cls) -> dict:
     """{field: its comment} read from the dataclass's source: the comment after the field (or after the last
     line of a default that spans several lines), plus the comment-only lines right below it that are indented
@@ -104,32 +108,49 @@ def _comment(line: str) -> str:
     return ""
 
 
+def flat_fields(cls) -> list:
+    """[(flag name, field, class that declares it, class's choices)] for every field of dataclass cls, one nesting
+    level deep: a field whose type is a dataclass gives its own fields as <name>_<field>, except the ones the
+    parent sets itself (cls.DERIVED[name])."""
+    hints, out = get_type_hints(cls), []
+    for f in dataclasses.fields(cls):
+        inner = hints[f.name]
+        if dataclasses.is_dataclass(inner):
+            skip = getattr(cls, "DERIVED", {}).get(f.name, ())
+            out += [(f"{f.name}_{g.name}", g, inner, getattr(inner, "CHOICES", {}))
+                    for g in dataclasses.fields(inner) if g.name not in skip]
+        else:
+            out.append((f.name, f, cls, getattr(cls, "CHOICES", {})))
+    return out
+
+
 def add_dataclass_args(parser, cls, skip=(), choices=None, checks=None, defaults=None, positional=(),
                        suppress=False):
-    """Add one flag per field of dataclass `cls` (its comment is the help). `checks` maps field -> argparse
-    type (e.g. checked(int, 1)), `choices` maps field -> allowed values, `defaults` overrides the dataclass
-    defaults (e.g. a preset), `positional` names fields given without a flag. suppress=True leaves unset
-    flags out of the namespace (to tell the flags written on a command line from defaults)."""
-    hints, helps = get_type_hints(cls), field_help(cls)
-    choices, checks, defaults = choices or {}, checks or {}, defaults or {}
+    """Add one flag per field of dataclass `cls` (its comment is the help; nested dataclasses: flat_fields).
+    `checks` maps field -> argparse type (e.g. checked(int, 1)), `choices` maps field -> allowed values (added
+    to the class's own CHOICES), `defaults` overrides the dataclass defaults (e.g. a preset), `positional` names
+    fields given without a flag. suppress=True leaves unset flags out of the namespace (to tell the flags
+    written on a command line from defaults)."""
+    checks, defaults = checks or {}, defaults or {}
     group = parser.add_argument_group(cls.__name__)
-    for f in dataclasses.fields(cls):
-        if f.name in skip:
+    for name, f, owner, owner_choices in flat_fields(cls):
+        if name in skip:
             continue
-        default = defaults.get(f.name, f.default if f.default is not dataclasses.MISSING else
+        default = defaults.get(name, f.default if f.default is not dataclasses.MISSING else
                                (f.default_factory() if f.default_factory is not dataclasses.MISSING else None))
-        kind = hints[f.name]
+        kind = get_type_hints(owner)[f.name]
         many = typing.get_origin(kind) is list
         kind = typing.get_args(kind)[0] if many else kind
         shown = " ".join(map(str, default)) if many and default else repr(default)
-        text = helps.get(f.name, "").replace("%", "%%")
-        kw = dict(default=argparse.SUPPRESS if suppress else default, choices=choices.get(f.name),
+        text = field_help(owner).get(f.name, "").replace("%", "%%")
+        allowed = (choices or {}).get(name, owner_choices.get(f.name))
+        kw = dict(default=argparse.SUPPRESS if suppress else default, choices=allowed,
                   help=f"{text} (default: {shown})" if text else f"(default: {shown})")
         if kind is bool:
             kw.update(type=str2bool, nargs="?", const=True, metavar="BOOL")
         else:
-            kw.update(type=checks.get(f.name, kind), nargs=("+" if many else None))
-        if f.name in positional:
+            kw.update(type=checks.get(name, kind), nargs=("+" if many else None))
+        if name in positional:
             required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
             if required and not suppress:
                 kw.pop("default")
@@ -137,18 +158,38 @@ def add_dataclass_args(parser, cls, skip=(), choices=None, checks=None, defaults
                 kw["nargs"] = "?"
             if many:
                 kw["nargs"] = "+" if required and not suppress else "*"
-            group.add_argument(f.name, **kw)
+            group.add_argument(name, **kw)
         else:
-            flags = ["--" + f.name.replace("_", "-")] + (["--" + f.name] if "_" in f.name else [])
-            group.add_argument(*flags, dest=f.name, **kw)
+            flags = ["--" + name.replace("_", "-")] + (["--" + name] if "_" in name else [])
+            group.add_argument(*flags, dest=name, **kw)
 
 
 def pick(cls, namespace, **extra):
-    """Build dataclass `cls` from the namespace entries named like its fields (plus `extra`)."""
-    names = {f.name for f in dataclasses.fields(cls)}
-    kw = {k: v for k, v in vars(namespace).items() if k in names}
+    """Build dataclass `cls` from the namespace entries named like its flags (flat_fields), plus `extra`."""
+    values, hints, kw = vars(namespace), get_type_hints(cls), {}
+    for f in dataclasses.fields(cls):
+        inner = hints[f.name]
+        if dataclasses.is_dataclass(inner):                        # lev_k, lev_rank, ... -> LEVConfig(k=, rank=, ...)
+            kw[f.name] = inner(**{g.name: values[f"{f.name}_{g.name}"] for g in dataclasses.fields(inner)
+                                  if f"{f.name}_{g.name}" in values})
+        elif f.name in values:
+            kw[f.name] = values[f.name]
     kw.update(extra)
     return cls(**kw)
+
+
+def flatten(cls, obj) -> dict:
+    """A dataclass instance (or its asdict) as {flag name: value}, nested dataclasses spread out as flat_fields
+    names them (e.g. to compare two configs, or to put a saved config back into a namespace)."""
+    d = dataclasses.asdict(obj) if dataclasses.is_dataclass(obj) else dict(obj)
+    hints, out = get_type_hints(cls), {}
+    for k, v in d.items():
+        inner = hints.get(k)
+        if inner is not None and dataclasses.is_dataclass(inner) and isinstance(v, dict):
+            out.update({f"{k}_{name}": value for name, value in v.items()})
+        else:
+            out[k] = v
+    return out
 
 
 def parse(cls, argv=None, description=None, **kw):

@@ -4,9 +4,9 @@ a GPU. Each check runs in try/except under its own time limit and is recorded as
 last lines) or skipped (with the reason), with its time and numbers; a failure never stops the others. The
 report goes to --out as report.json and report.md, and the markdown is printed. Exit code 1 if a check failed.
 
-    python gpu_check.py                                # one H100/H200: about 6 minutes (estimate below)
-    python gpu_check.py --dry-run --out /tmp/gpu_check # the same checks, tiny, on the CPU: well under a minute
-    python gpu_check.py --only lev_cuda,table_fresh    # some of the checks
+    python -m experiments.gpu_check                                # one H100/H200: about 6 minutes (estimate below)
+    python -m experiments.gpu_check --dry-run --out /tmp/gpu_check # the same checks, tiny, on the CPU: well under a minute
+    python -m experiments.gpu_check --only lev_cuda,table_fresh    # some of the checks
 
 Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with compile off):
   env_compile   CUDA + bf16 + torch.compile (inductor) on a small function, against eager.
@@ -20,7 +20,7 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
                 model (4 layers x 256, V = 50257, 8 x 256 tokens, several blocks), within bf16 tolerance.
   bench         training-step timings (bf16 + compile) of tied and lev at the reference config (6 x 384, context
                 256, batch 8, V = 50257) and the pile-200m size (12 x 768, context 512, batch 16, V = 200019),
-                with peak memory (torch.cuda.max_memory_allocated) and MFU; timing.py's functions, as timing.py.
+                with peak memory (torch.cuda.max_memory_allocated) and MFU; util/timing.py's functions, as bench.py uses them.
   pile_train    `train.py --preset=pile-200m` for tied and lev, 50 steps, --grad-accum 4, compile, bf16, on a
                 synthetic dataset written here (Zipf o200k ids, uint32 shards, meta.json as data/prepare.py
                 writes it, in a temporary data root as pile_o200k_base): loss goes down, tokens/s, MFU, eval loss.
@@ -50,14 +50,14 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import torch
 
-import timing
-import head
-import runtime
-from cli import checked, parse
+from fast import head
+from fast.lev_fast import FastLEV
 from lev import LEV, LEVConfig
 from model import GPT, GPTConfig
+from util import presets, runtime, timing
+from util.cli import checked, parse
 
-ROOT = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder (train.py runs there)
 CHECKS = ("env_compile", "lev_cuda", "table_fresh", "head_bf16", "bench", "pile_train", "torchrun")
 LIMITS = dict(env_compile=120, lev_cuda=90, table_fresh=90, head_bf16=60, bench=300, pile_train=360, torchrun=240)
 O200K = 200019                                                       # o200k_base's vocabulary size
@@ -97,6 +97,11 @@ class Ctx:
         return self.device.startswith("cuda")
 
 
+def tiny_config(**kw) -> GPTConfig:
+    """The dry run's model: util/presets.TINY with one layer, V = 1000."""
+    return presets.gpt_config(presets.TINY, n_layer=1, vocab_size=1000, **kw)
+
+
 class Skip(Exception):
     """A check that does not apply here; its message is the reason."""
 
@@ -133,14 +138,13 @@ def lev_grads(lev, ids, g):
 
 def check_lev_cuda(ctx: Ctx) -> dict:
     """The chunked torch path against the plain path: float64 on the device, and float32 vs a float64 CPU reference."""
-    cfg = ctx.pick(LEVConfig(vocab_size=50257, n_embd=768, kernel="torch"),
-                   LEVConfig(vocab_size=1000, n_embd=32, d_seed=8, heads=2, kappa=6, rank=4, kernel="torch"))
+    cfg = ctx.pick(LEVConfig(vocab_size=50257, n_embd=768),
+                   presets.gpt_config(presets.TINY, vocab_size=1000).lev)
     B, T = ctx.pick((4, 256), (2, 32))
     ids = timing.zipf_ids(B * T, cfg.vocab_size).view(B, T)
     torch.manual_seed(0)
-    plain = LEV(replace(cfg, sparse_basis=False))                              # steps 4-6 as written
-    state = plain.state_dict()
-    build = lambda sparse, dtype, device: LEV(replace(cfg, sparse_basis=sparse)).to(device, dtype)
+    state = LEV(cfg).state_dict()                                              # the same parameters for every net
+    build = lambda fast, dtype, device: (FastLEV(cfg, kernel="torch") if fast else LEV(cfg)).to(device, dtype)
     nets = {k: build(*k) for k in [(True, torch.float64, ctx.device), (False, torch.float64, ctx.device),
                                    (True, torch.float32, ctx.device), (False, torch.float32, ctx.device),
                                    (False, torch.float64, "cpu")]}
@@ -172,8 +176,7 @@ def check_table_fresh(ctx: Ctx) -> dict:
     """After every optimizer step (fused AdamW) and after load_state_dict, eval logits read from LEV's table equal
     logits with LEV recomputed (train mode, no_grad) and those of a fresh copy of the same weights."""
     cfg = ctx.pick(GPTConfig(vocab_size=50257, block_size=128, n_layer=2, n_head=4, n_embd=128, emb="lev"),
-                   GPTConfig(vocab_size=1000, block_size=32, n_layer=1, n_head=2, n_embd=32, emb="lev",
-                             **timing.TINY_LEV))
+                   tiny_config(emb="lev"))
     B, T = ctx.pick((8, 128), (2, 32))
     ids = timing.zipf_ids(B * (T + 1), cfg.vocab_size).view(B, T + 1).to(ctx.device)
     x, y = ids[:, :-1], ids[:, 1:]
@@ -222,7 +225,7 @@ def check_table_fresh(ctx: Ctx) -> dict:
 def check_head_bf16(ctx: Ctx) -> dict:
     """Loss and every gradient of a tied model, chunked head vs plain head, both under bf16 autocast."""
     cfg = ctx.pick(GPTConfig(vocab_size=50257, block_size=256, n_layer=4, n_head=4, n_embd=256, emb="tied"),
-                   GPTConfig(vocab_size=1000, block_size=32, n_layer=1, n_head=2, n_embd=32, emb="tied"))
+                   tiny_config(emb="tied"))
     B = ctx.pick(8, 4)
     ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
     N = B * cfg.block_size
@@ -247,14 +250,12 @@ def check_head_bf16(ctx: Ctx) -> dict:
 
 
 def check_bench(ctx: Ctx) -> dict:
-    """timing.py's training step, bf16 + compile, tied and lev, at the reference and pile-200m sizes."""
+    """util/timing.py's training step, bf16 + compile, tied and lev, at the reference and pile-200m sizes."""
     dtype = ctx.pick("bfloat16", runtime.pick_dtype("auto", ctx.device)[0])
-    configs = ctx.pick({"reference": (GPTConfig(vocab_size=50257, block_size=256, n_layer=6, n_head=6, n_embd=384), 8),
-                        "pile-200m": (GPTConfig(vocab_size=O200K, block_size=512, n_layer=12, n_head=12, n_embd=768), 16)},
-                       {"reference": (GPTConfig(vocab_size=1000, block_size=32, n_layer=1, n_head=2, n_embd=32,
-                                                **timing.TINY_LEV), 2),
-                        "pile-200m": (GPTConfig(vocab_size=O200K, block_size=32, n_layer=1, n_head=2, n_embd=32,
-                                                **timing.TINY_LEV), 2)})
+    sizes = ctx.pick(dict(reference=(presets.REF, 50257), **{"pile-200m": (presets.PRESETS["pile-200m"], O200K)}),
+                     dict(reference=(dict(presets.TINY, n_layer=1, batch_size=2), 1000),
+                          **{"pile-200m": (dict(presets.TINY, n_layer=1, batch_size=2), O200K)}))  # dry: tiny
+    configs = {name: (presets.gpt_config(size, vocab_size=V), size["batch_size"]) for name, (size, V) in sizes.items()}
     peak = runtime.peak_flops(ctx.device) or timing.peak_flops(ctx.device, dtype, ctx.dry)
     res = dict(dtype=dtype, compile=not ctx.dry, peak_flops=peak)
     for cname, (cfg, B) in configs.items():
@@ -301,7 +302,7 @@ def synthetic_pile(root: str, n_train: int, n_val: int) -> str:
             "tokenizer_meta": {"name": "o200k_base", "vocab_size": O200K, "eot_id": 199999}, "dtype": "uint32",
             "train_tokens": n_train, "val_tokens": n_val, "train_shards": ["train_000000.bin"],
             "val_shards": ["val_000000.bin"], "counts": "train_counts.npy", "documents": 0,
-            "source": "gpu_check.py: synthetic Zipf ids", "command": "gpu_check.synthetic_pile"}
+            "source": "experiments/gpu_check.py: synthetic Zipf ids", "command": "gpu_check.synthetic_pile"}
     with open(os.path.join(path, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     return root
@@ -311,9 +312,8 @@ def pile_flags(ctx: Ctx, data_root: str) -> list:
     """train.py --preset=pile-200m, shortened to fit the check (dry: tiny sizes on the CPU)."""
     flags = ["--preset=pile-200m", "--data-root", data_root, "--sample-tokens=0", "--eval-iters=4"]
     if ctx.dry:
-        return flags + ["--device=cpu", "--compile=False", "--dtype=auto", "--n-layer=1", "--n-head=2", "--n-embd=32",
-                        "--block-size=32", "--batch-size=2", "--grad-accum=2", "--log-interval=2", "--lr=3e-2",
-                        "--warmup-iters=2", *(f"--{k.replace('_', '-')}={v}" for k, v in timing.TINY_LEV.items())]
+        return flags + ["--device=cpu", "--compile=False", "--dtype=auto", "--grad-accum=2", "--log-interval=2",
+                        "--lr=3e-2", "--warmup-iters=2", *presets.flags(presets.TINY, n_layer=1, batch_size=2)]
     return flags + [f"--device={ctx.device}", "--compile=True", "--dtype=bfloat16", "--grad-accum=4", "--log-interval=10",
                     "--warmup-iters=10"]
 
@@ -459,7 +459,7 @@ def main(argv=None) -> dict:
               checks=dict(steps=checked(int, 2), limit_scale=checked(float, 0, exclusive=True),
                           budget=checked(float, 0, exclusive=True)))
     device = "cpu" if c.dry_run else runtime.pick_device("cuda" if c.device == "auto" else c.device,
-                                                          why="gpu_check.py (use --dry-run to rehearse on the CPU)")
+                                                          why="experiments/gpu_check.py (use --dry-run to rehearse on the CPU)")
     if device.startswith("cuda"):
         torch.cuda.set_device(device)
     names = [n for n in CHECKS if not c.only or n in c.only.split(",")]

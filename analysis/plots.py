@@ -28,8 +28,8 @@ import numpy as np
 import torch
 
 from lev import LEV, bspline_basis
-from metrics import curve_spread
-from report import seen_shares
+from analysis.metrics import curve_spread
+from analysis.report import seen_shares
 
 COLORS = plt.rcParams["axes.prop_cycle"].by_key()["color"]
 

@@ -28,9 +28,8 @@
 // registers. 1/(phi + eps) is a reciprocal estimate refined by one Newton step (AVX-512 or AVX2 + FMA, float32).
 // Vector width and modes per pass follow the target (-march=native): with AVX-512, 512-bit vectors and 4 of them
 // per pass in both directions (r = 64 float32 modes in one pass; 32 vector registers); otherwise 256-bit vectors,
-// 4 per forward pass and 2 per backward pass (16 registers; the backward holds 6 arrays of NV vectors). With
-// 512-bit vectors and NV = 4 on an AVX2-only AMD EPYC, the spilled registers made LEV alone 124 ms at the quick
-// start's 660 distinct ids.
+// 4 per forward pass and 2 per backward pass (16 registers; the backward holds 6 arrays of NV vectors: more would
+// spill; docs/performance.md has the measurements behind these choices).
 
 #include <torch/extension.h>
 #include <ATen/Parallel.h>

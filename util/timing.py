@@ -1,5 +1,5 @@
 """
-Timing on a shared machine, for bench.py and gpu_check.py: variants timed in turns (round robin) so that a
+Timing on a shared machine, for bench.py and experiments/gpu_check.py: variants timed in turns (round robin) so that a
 change of machine load hits all alike, paired ratios within a round, the peak FLOP/s of a large matmul,
 Zipf-distributed token ids, and one training step of a model as a callable.
 """
@@ -9,10 +9,8 @@ import time
 
 import torch
 
-import runtime
 from model import GPT, GPTConfig
-
-TINY_LEV = dict(lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)   # LEV small enough for smoke tests
+from util import runtime
 
 
 def say(msg: str):

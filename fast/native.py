@@ -6,8 +6,9 @@ The project's C++ CPU kernels, compiled on first use by torch.utils.cpp_extensio
     head_kernel.cpp   the output head's loss and softmax - one-hot, one row of logits at a time (head.py)
 
 Each is built once per machine and checkout, and again whenever its source is newer than the build (after an
-edit or a `git pull`): 20 s to 3 min on 2 cores, announced. It is loaded once per process. Without a C++
-compiler, the Python headers or ninja, load() warns once and its caller falls back to its PyTorch path.
+edit or a `git pull`): up to a few minutes, announced (docs/performance.md has the build times). It is loaded
+once per process. Without a C++ compiler, the Python headers or ninja, load() warns once and its caller falls
+back to its PyTorch path.
 """
 import os
 import platform
@@ -16,9 +17,10 @@ import time
 import warnings
 import zlib
 
-from runtime import cpu_flags
+from util.runtime import cpu_flags
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
+KERNELS = ("auto", "cpp", "torch")   # a fast path's code: C++ (CPU), PyTorch (any device), or auto (C++ on a CPU if it builds)
 BUILT = {}   # source file name -> (the extension module, or None; the error, or None), once per process
 FLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-mprefer-vector-width=512"]
 
@@ -45,8 +47,8 @@ def load(source: str, required: bool = True, fallback: str = "the PyTorch path")
             root = os.environ.get("TORCH_EXTENSIONS_DIR") or get_default_build_root()
             built = not needs_build(root, name, src)
             if not built:
-                print(f"compiling the C++ kernel {source} (once per machine and version of it, 20 s to 3 min on 2 "
-                      f"cores; cached under {root}) ...", file=sys.stderr, flush=True)
+                print(f"compiling the C++ kernel {source} (once per machine and version of it, up to a few minutes; "
+                      f"cached under {root}) ...", file=sys.stderr, flush=True)
             # -fopenmp: at::parallel_for is an OpenMP pragma in a header (the process shares PyTorch's libgomp).
             # -ffast-math is a compile flag only: linked with it, gcc < 13 would set flush-to-zero process-wide.
             BUILT[source] = build(name=name, sources=[src], verbose=False, extra_cflags=FLAGS,

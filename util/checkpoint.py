@@ -14,11 +14,12 @@ temporary file in the same folder, fsyncs it and renames it over the old one, so
 during a save leaves the previous checkpoint intact.
 """
 import os
-from dataclasses import asdict, fields
+from dataclasses import asdict
 
 import torch
 
 from model import GPT, GPTConfig
+from util.cli import flatten
 
 
 def save(obj: dict, path: str):
@@ -78,8 +79,8 @@ def model_from_checkpoint(ckpt: dict, device="cpu") -> GPT:
 
 def check_compatible(ckpt: dict, model_args: dict, tokenizer: dict, path: str):
     """Resuming must keep the architecture and the tokenizer; say exactly what differs."""
-    saved = {f.name: f.default for f in fields(GPTConfig)} | GPTConfig.saved(ckpt["model_args"])  # older files lack newer fields
-    diffs = [f"{k}: checkpoint {saved.get(k)!r}, now {v!r}" for k, v in model_args.items()
+    saved = flatten(GPTConfig, GPTConfig(**GPTConfig.saved(ckpt["model_args"])))   # older files: newer fields' defaults
+    diffs = [f"{k}: checkpoint {saved.get(k)!r}, now {v!r}" for k, v in flatten(GPTConfig, model_args).items()
              if saved.get(k) != v and k not in GPTConfig.COMPUTE_ONLY]
     if diffs:
         raise ValueError(f"cannot resume from {path}: the architecture differs ({'; '.join(diffs)}). "

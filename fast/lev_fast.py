@@ -1,8 +1,11 @@
 """
-The machinery that makes LEV fast; lev.py keeps the math. Every path here is checked against the slow
-per-token reference in values and gradients (tests/test_lev.py, tests/test_fast.py); `python bench.py`
-measures them.
+LEV computed fast: FastLEV has lev.LEV's parameters and computes the same function (to float rounding), with the
+machinery below; lev.py keeps the math and does not import this file. Every path here is checked against the slow
+per-token reference in values and gradients (tests/test_lev.py, tests/test_fast.py); `python bench.py` times them.
 
+  FastLEV          lev.LEV with the fast paths: each distinct id of a batch once (unique, then gather), steps 2-3's
+                   matmul on the codebook rows (projected_seed), step 3's tail in C++ (squash), steps 4-6 fused
+                   (spline_product), step 7 on padded rows (pad_rows), a materialised table for evaluation
   squash           step 3 after the matmul (LayerNorm, per-head affine, sigmoid) in one C++ pass (CPU)
   spline_product   steps 4-6 fused on the <= 3 non-zero spline weights, phi (N, h, d_s, r) never stored:
                    "cpp"   lev_kernel.cpp (CPU), compiled on first use, registered as custom ops so that
@@ -10,9 +13,6 @@ measures them.
                    "torch" chunks of ids in PyTorch (any device, the GPU path): memory bounded by
                            CHUNK_ELEMENTS per chunk plus u (N, h, d_s), however many distinct ids N a batch has
   projected_seed   steps 2-3's matmul on the k b codebook rows instead of on each id's seed z
-  unique, pad_rows each distinct id of a batch once (kept out of torch.compile); step 7 on rows padded so that
-                   its matmul shapes repeat
-  check_ids        ids outside [0, V) are an error, not silently aliased digits
   TableCache       rows of the V x D table G(0..V-1), computed once for evaluation and sampling, forgotten
                    whenever the weights may have changed
 """
@@ -23,26 +23,15 @@ import torch.nn.functional as F
 from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import lev
-import native
+from fast import native
 
 CHUNK_ELEMENTS = 1 << 23   # the torch path's phi holds at most this many numbers per chunk (32 MB in float32)
 
 
 # ----------------------------------------------------------------------------------------------------
-# Ids
+# Distinct ids
 
-def check_ids(ids: torch.Tensor, V: int, who: str):
-    """Raise if an id lies outside [0, V). Eager only: under torch.compile (where .item() would break the
-    graph) the data loader's own check stands in (data/loader.py checks every batch it reads)."""
-    if torch.compiler.is_compiling() or not ids.numel():
-        return
-    lo, hi = int(ids.min()), int(ids.max())
-    if lo < 0 or hi >= V:
-        raise ValueError(f"{who} got token ids outside [0, {V}): min {lo}, max {hi}. The ids come from another "
-                         f"tokenizer than the model's (vocab_size {V}); prepare the data with the model's tokenizer.")
-
-
-PAD_IDS = 64   # step 7's matmul runs on a multiple of this many rows (see pad_rows)
+PAD_IDS = 64   # step 7's matmul runs on a multiple of this many rows (pad_rows; docs/performance.md, "LEV")
 
 
 @torch.compiler.disable
@@ -54,10 +43,9 @@ def unique(ids: torch.Tensor):
 
 def pad_rows(t: torch.Tensor) -> torch.Tensor:
     """t (U, ...) with zero rows appended up to a multiple of PAD_IDS, so that step 7's matmul (the one matmul whose
-    shape follows the number U of distinct ids) repeats its shapes from step to step: oneDNN keeps one kernel per
-    shape, and with a new U every step its cache grew by 250 MB and a step slowed by 30% over the first 60 steps
-    of the quick start (measured). Only there: steps 2-6 run on the U rows themselves (padding the ids cost them
-    7-18% more work at the quick start). Under torch.compile: t as it is."""
+    shape follows the number U of distinct ids) repeats its shapes from step to step: oneDNN keeps a kernel per
+    shape, and a new U every step grows that cache and slows the steps. Steps 2-6 run on the U rows themselves.
+    Under torch.compile: t as it is."""
     pad = -t.shape[0] % PAD_IDS
     if not pad or torch.compiler.is_compiling():
         return t
@@ -71,8 +59,8 @@ def projected_seed(c: torch.Tensor, codebooks: torch.Tensor, W: torch.Tensor, co
     """W_l z for every head, as lev.unit_cube computes it from lev.seed's z, but with the matmul done on the
     codebook rows: z is a sum of k rows C_j[c_j] (or their concatenation, on which column block j of W_l
     acts), so W_l z = sum_j T_j[c_j] with T_j = C_j W_l^T (or C_j times W_l's block j, transposed). The k
-    tables (b, h d_s) cost k b d_s h d_s multiply-adds a batch instead of N d_in h d_s (6x fewer at the
-    quick start's 704 ids); each id then sums its k rows (one embedding_bag).
+    tables (b, h d_s) cost k b d_s h d_s multiply-adds a batch instead of N d_in h d_s (fewer whenever a batch
+    has more than k b distinct ids); each id then sums its k rows (one embedding_bag).
     c (N, k) digits; codebooks (k or 1, b, d_s); W (h, d_s, d_in) -> x (N, h, d_s)."""
     k, (n_cb, b, d_s), (h, _, d_in) = c.shape[-1], codebooks.shape, W.shape
     Wt = W.reshape(h * d_s, d_in).t()                                                # (d_in, h d_s)
@@ -83,7 +71,7 @@ def projected_seed(c: torch.Tensor, codebooks: torch.Tensor, W: torch.Tensor, co
         flat = torch.bmm(C, Wt.view(k, d_s, h * d_s)).reshape(k * b, h * d_s)     # (k b, h d_s)
     offset = b * torch.arange(k, device=c.device) if flat.shape[0] == k * b else 0  # a shared sum: one table
     rows = c + offset                                                               # (N, k) rows of flat
-    if c.device.type in ("cpu", "cuda"):   # sums without holding (N, k, h d_s): 2x faster on the CPU (measured)
+    if c.device.type in ("cpu", "cuda"):   # sums without holding (N, k, h d_s)
         x = F.embedding_bag(rows, flat, mode="sum")                                 # (N, h d_s)
     else:                                  # other backends (MPS, ...): the plain gather and sum, which all have
         x = F.embedding(rows, flat).sum(-2)                                         # (N, h d_s)
@@ -165,11 +153,11 @@ def torch_log_product(u, S, normalize, eps):
 
 def cpp_kernel(required: bool = True):
     """lev_kernel.cpp, compiled on first use (native.py); None if it cannot be built and not required."""
-    return native.load("lev_kernel.cpp", required, fallback="the PyTorch path (LEVConfig.kernel='torch')")
+    return native.load("lev_kernel.cpp", required, fallback="the PyTorch path (--lev-kernel=torch)")
 
 
 def use_cpp(kernel: str, t: torch.Tensor) -> bool:
-    """Whether LEVConfig.kernel runs the C++ kernel on t: "cpp" (an error if it cannot be built), "torch", or
+    """Whether kernel (native.KERNELS) runs the C++ kernel on t: "cpp" (an error if it cannot be built), "torch", or
     "auto" (C++ for CPU tensors when it builds)."""
     if kernel == "auto":
         return t.device.type == "cpu" and cpp_kernel(required=False) is not None
@@ -317,7 +305,7 @@ class TableCache:
             self.filled = torch.zeros(V, dtype=torch.bool, device=ids.device)       # (V,)
             self.key = key
         flat = ids.reshape(-1)
-        check_ids(flat, module.cfg.vocab_size, "LEV")
+        lev.check_ids(flat, module.cfg.vocab_size, "LEV")
         missing = flat[~self.filled[flat]]                    # usually empty: then 3 cheap ops, no LEV work
         if missing.numel():
             missing = torch.unique(missing)
@@ -325,3 +313,65 @@ class TableCache:
                 self.rows[chunk] = module.generate(chunk).to(self.rows.dtype)
             self.filled[missing] = True
         return torch.nn.functional.embedding(ids, self.rows)
+
+
+# ----------------------------------------------------------------------------------------------------
+# LEV with the fast paths
+
+class FastLEV(lev.LEV):
+    """lev.LEV computed fast: the same parameters (checkpoints interchange) and the same function, to float rounding.
+
+    kernel        native.KERNELS: steps 3-6 in C++ ("cpp", CPU), in PyTorch ("torch", any device), or "auto"
+    The other switches exist to measure and test each fast path alone (bench.py, tests/test_fast.py):
+    dedup         each distinct id of a batch once, then gathered back to its positions
+    sparse_basis  steps 4-6 fused on the <= 3 non-zero basis weights (spline_product); False: as written
+    project_seed  steps 2-3's matmul on the codebook rows (projected_seed); False: on each id's seed z
+    """
+
+    def __init__(self, cfg: lev.LEVConfig, kernel: str = "auto", dedup: bool = True, sparse_basis: bool = True,
+                 project_seed: bool = True):
+        super().__init__(cfg)
+        if kernel not in native.KERNELS:
+            raise ValueError(f"kernel must be one of {', '.join(native.KERNELS)}; got {kernel!r}.")
+        self.kernel, self.dedup, self.sparse_basis, self.project_seed = kernel, dedup, sparse_basis, project_seed
+        self._table = TableCache()                                       # rows of G(0..V-1) for evaluation
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        """ids (B, T) int64 -> embeddings (B, T, D) float32."""
+        lev.check_ids(ids, self.cfg.vocab_size, "LEV")
+        if self.dedup:                                                             # each distinct id once
+            uniq, inverse = unique(ids)                                            # (U,), (B, T) into uniq
+            return F.embedding(inverse, self.generate(uniq))                       # (B, T, D)  rows uniq[inverse]
+        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                 # (B, T, D)
+
+    def coordinates(self, ids: torch.Tensor) -> torch.Tensor:
+        """Steps 0-3: ids (N) -> u (N, h, d_s) in the unit cube, float32."""
+        cfg, p, perm = self.cfg, self.float32_params(), getattr(self, "perm", None)
+        ln = (p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)
+        with torch.autocast(device_type=ids.device.type, enabled=False):
+            if self.project_seed:                                                  # W_l z without forming z
+                x = projected_seed(lev.id_digits(ids, cfg, perm), p["codebooks"], p["W"], cfg.seed_combine)
+                return squash(x, *ln, self.kernel)                                 # (N, h, d_s)  lev.squash, fused
+            return lev.unit_cube(lev.digit_seed(ids, p["codebooks"], cfg, perm), p["W"], *ln)  # steps 2, 3 as written
+
+    def generate(self, ids: torch.Tensor) -> torch.Tensor:
+        """Steps 0-7 for every entry of ids (N) -> e (N, D) float32 (no deduplication here)."""
+        cfg, p = self.cfg, self.float32_params()
+        u = self.coordinates(ids)                                                  # (N, h, d_s)
+        with torch.autocast(device_type=ids.device.type, enabled=False):
+            if self.sparse_basis:                                                  # steps 4-6 fused, phi never stored
+                M = spline_product(u, p["delta"], cfg.basis_norm, cfg.eps, self.kernel)  # S = 1 + delta
+            else:                                                                  # steps 4, 5, 6 as written
+                phi = lev.coefficients(lev.bspline_basis(u, cfg.kappa, cfg.basis_norm), 1.0 + p["delta"])
+                M = lev.separable_product(phi, cfg.eps)                            # (N, h, r)
+            M = pad_rows(M)                                                        # (N', h, r): shapes repeat
+            return lev.merge_heads(M, p["W_out"])[: ids.shape[0]]                  # (N, D)
+
+    def lookup(self, ids: torch.Tensor) -> torch.Tensor:
+        """Embeddings of ids (any shape) -> (..., D) from the materialised table, without autograd: each
+        row is computed once, when first asked for, and recomputed after the weights change."""
+        return self._table.lookup(self, ids)
+
+    def materialize(self) -> torch.Tensor:
+        """The whole V x D table G(0..V-1) (e.g. to export it as an ordinary embedding table)."""
+        return self._table.lookup(self, torch.arange(self.cfg.vocab_size, device=self.W.device))

@@ -1,0 +1,46 @@
+"""
+Named sizes, training presets and sampling defaults: the one place that says what "the quick start", "the
+reference size" and "tiny" are. train.py's --preset reads PRESETS; bench.py, experiments/ and the tests read the
+same dicts, so a size is written once.
+
+A preset is a dict of defaults for train.py's flags, by field name (TrainConfig's and GPTConfig's, LEV's as
+lev_<field>); flags given on the command line override it.
+"""
+import argparse
+
+# Sizes. The quick start's body is small next to its GPT-2 input table (the table is 88% of a tied model);
+# the reference body is heavier (65%).
+CPU = dict(n_layer=4, n_head=4, n_embd=128, block_size=128, batch_size=8)      # the quick start: python train.py
+REF = dict(n_layer=6, n_head=6, n_embd=384, block_size=256, batch_size=8)      # the reference size: bench, results
+TINY = dict(n_layer=2, n_head=2, n_embd=32, block_size=32, batch_size=4,       # smoke tests: seconds on a CPU
+            lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
+
+# The GPU presets are in the spirit of the paper's Pile runs (o200k_base, sequence 512, 512-sequence batches,
+# cosine schedule); their sizes are our reading of "200M / 400M / 1.2B" (total parameters with a tied table).
+PILE = dict(dataset="pile_o200k_base", block_size=512, batch_size=16, grad_accum=32, warmup_iters=1000,
+            lr=6e-4, eval_interval=1000, eval_iters=40, log_interval=20, compile=True, device="cuda")
+PRESETS = {
+    "cpu": CPU,
+    "ref": dict(REF, max_iters=500, eval_interval=50, lr=1e-3, warmup_iters=25),   # 1.02M tokens, as the results
+    "tiny": dict(TINY, max_iters=20, eval_interval=10, eval_iters=2, log_interval=5),
+    "shakespeare": dict(REF, dataset="shakespeare", batch_size=12, max_iters=2000, eval_interval=250, eval_iters=20,
+                        lr=1e-3, warmup_iters=100),
+    "pile-200m": dict(PILE, n_layer=12, n_head=12, n_embd=768, max_iters=20000),
+    "pile-400m": dict(PILE, n_layer=16, n_head=16, n_embd=1024, max_iters=30000),
+    "pile-1b": dict(PILE, n_layer=16, n_head=16, n_embd=2048, max_iters=50000, lr=3e-4),
+}
+
+SAMPLING = dict(temperature=0.8, top_k=200)   # sample.py's defaults, and the sample at the end of training
+
+
+def flags(size: dict, **extra) -> list:
+    """A size or preset (plus extra fields) as train.py flags: dict(n_layer=1) -> ["--n-layer=1"]."""
+    return [f"--{k.replace('_', '-')}={v}" for k, v in {**size, **extra}.items()]
+
+
+def gpt_config(size: dict, **extra):
+    """model.GPTConfig from a size or preset (plus extra fields), ignoring the fields that are not the model's."""
+    from model import GPTConfig
+    from util.cli import flat_fields, pick
+    names = {name for name, *_ in flat_fields(GPTConfig)}
+    return pick(GPTConfig, argparse.Namespace(**{k: v for k, v in {**size, **extra}.items() if k in names}))
