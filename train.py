@@ -64,6 +64,8 @@ class TrainConfig:
     stop_at: int = 0              # save and stop after this many steps (0 = run to max_iters); for time-limited jobs
     sample_tokens: int = 120      # tokens sampled at the end of training (0 = none)
     sample_start: str = "The"     # the prompt of that sample ("" = the end-of-text token)
+    quiet: bool = False           # print one summary line at the end instead of the banner and the progress lines
+                                  # (notebooks; problems are still printed)
     preset: str = "cpu"           # named defaults (util/presets.py): cpu (the quick start), ref, tiny, shakespeare,
                                   # pile-200m, pile-400m, pile-1b; flags given on the command line override them
 
@@ -129,6 +131,7 @@ class Run:
     tokens_seen: int = 0
     resumed_at: int = -1          # the step a resumed run started from (-1: a fresh run)
     last_loss: float = float("nan")
+    last_val: float = float("nan")
     log_file: Any = None
 
     master = property(lambda self: self.rank == 0)
@@ -137,8 +140,9 @@ class Run:
     tokenizer = property(lambda self: dict(name=self.data.tokenizer_name, vocab_size=self.data.vocab_size,
                                            meta=self.data.meta.get("tokenizer_meta", {})))
 
-    def say(self, *a, **k):
-        if self.master:
+    def say(self, *a, important=False, **k):
+        """Print on rank 0; with --quiet only what is important (problems, the sample, the summary)."""
+        if self.master and (important or not self.tc.quiet):
             print(*a, **k, flush=True)
 
     def log(self, **event):
@@ -167,7 +171,7 @@ def setup(argv=None) -> Run:
     if device.startswith("cuda"):
         torch.cuda.set_device(device)
         torch.backends.cuda.matmul.allow_tf32 = True
-    data = open_dataset(tc.dataset, tc.data_root, print if rank == 0 else (lambda *a: None))
+    data = open_dataset(tc.dataset, tc.data_root, print if rank == 0 and not tc.quiet else (lambda *a: None))
     mc = pick(GPTConfig, args, vocab_size=data.vocab_size)
     tokenizer = dict(name=data.tokenizer_name, vocab_size=data.vocab_size, meta=data.meta.get("tokenizer_meta", {}))
     if ckpt is not None:
@@ -324,7 +328,7 @@ def train(run: Run) -> str:
     try:
         while True:
             if run.step % tc.eval_interval == 0 or run.step == tc.max_iters:
-                val = evaluate(run)
+                val = run.last_val = evaluate(run)
                 run.best_val = min(run.best_val, val)
                 run.say(f"step {run.step:>6}: val loss {val:.4f} (ppl {math.exp(min(val, 50)):.2f}), tokens {run.tokens_seen:,}")
                 run.log(event="eval", step=run.step, val_loss=val, tokens=run.tokens_seen, elapsed_s=round(run.elapsed, 3))
@@ -356,7 +360,7 @@ def train(run: Run) -> str:
                 status = "interrupted" if stop.requested or run.step != tc.stop_at else "paused"
                 save(run)
                 run.say(f"{'stopped by a signal' if status == 'interrupted' else 'paused (--stop-at)'} at step "
-                        f"{run.step}; checkpoint saved to {run.ckpt_path}. Continue with --resume.")
+                        f"{run.step}; checkpoint saved to {run.ckpt_path}. Continue with --resume.", important=True)
                 run.log(event=status, step=run.step)
                 return status
     finally:
@@ -365,7 +369,7 @@ def train(run: Run) -> str:
 
 def non_finite(run: Run, which: str, value: float) -> str:
     run.say(f"step {run.step}: the {which} loss is {value}; stopping without saving. The last good checkpoint is "
-            f"{run.ckpt_path} (if one was written). Try a lower --lr or --grad-clip.")
+            f"{run.ckpt_path} (if one was written). Try a lower --lr or --grad-clip.", important=True)
     run.log(event="nan", step=run.step, loss=which)
     return "nan"
 
@@ -381,7 +385,8 @@ def sample_at_end(run: Run):
     gen = torch.Generator(device=run.device).manual_seed(run.tc.seed)
     out = run.raw_model.eval().generate(torch.tensor([ids], device=run.device), run.tc.sample_tokens,
                                         generator=gen, **SAMPLING)
-    run.say("sample:\n" + "-" * 60 + "\n" + tok.decode(out[0, len(ids) - shown:].tolist()) + "\n" + "-" * 60)
+    run.say("sample:\n" + "-" * 60 + "\n" + tok.decode(out[0, len(ids) - shown:].tolist()) + "\n" + "-" * 60,
+            important=True)
 
 
 EXIT_CODES = {"done": 0, "paused": 0, "interrupted": 0, "nan": 1}
@@ -394,6 +399,10 @@ def main(argv=None):
     finally:
         if run.log_file:
             run.log_file.close()
+    if run.tc.quiet:
+        run.say(f"{run.tc.out_dir}: emb={run.mc.emb}, {status} at step {run.step} ({run.tokens_seen:,} tokens, "
+                f"{run.elapsed:.1f} s of training steps), val loss {run.last_val:.4f} (ppl {math.exp(min(run.last_val, 50)):.1f})",
+                important=True)
     if status == "done" and run.master and run.tc.sample_tokens > 0:
         sample_at_end(run)
     if run.world > 1:

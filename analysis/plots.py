@@ -180,7 +180,7 @@ def plot_buckets(result, path):
         plt.Line2D([], [], color="k", lw=1, marker="_", ms=8)]
     labels = [f"{g} ({n[g]} run{'s' if n[g] > 1 else ''}{', baseline: 0 by definition' if g == base else ''})"
               for g in n] + ["single runs (seeds)", "95% bootstrap CI (resampling windows)"]
-    return save(fig, path, legend_row(fig, handles, labels, ncol=4))
+    return save(fig, path, legend_row(fig, handles, labels, ncol=4 if len(sets) > 1 else 2))   # 2 fit one column
 
 
 # ----------------------------------------------------------------------------------------------------
