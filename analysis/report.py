@@ -7,7 +7,7 @@ report(result) is every console table, summary(result) the README's markdown res
 
 Columns, per dataset: loss and perplexity of every run; groups (runs differing by seed) as mean +- std;
 perplexity per training-frequency bucket and per seen-count bucket with the change vs the baseline group
-and its 95% bootstrap interval; then token efficiency and LAMBADA.
+and its 95% bootstrap interval; then token efficiency, LAMBADA and the downstream tasks (downstream_table).
 """
 import os
 
@@ -133,7 +133,46 @@ def report(result):
                        ["run", "group", "accuracy", "ppl (tokens)", "ppl (words)", "cont. tokens"],
                        [[r["label"], r["group"], f"{r['lambada']['accuracy']:.3f}", f"{r['lambada']['ppl']:.4g}",
                          f"{r['lambada']['word_ppl']:.4g}", r["lambada"]["tokens"]] for r in runs]))
+    if result.get("downstream"):
+        out.append(downstream_table(result))
     return "\n".join(out)
+
+
+def downstream_table(result, markdown=False):
+    """The downstream tasks (evaluate.py --tasks): per task and metric, the chance level, each group's score (mean
+    +- sd over its runs; one run: +- the harness's stderr) and each group's change vs the baseline with its 95%
+    paired bootstrap interval over items. Accuracies in percent, changes in points; LAMBADA's perplexity as is,
+    its change in percent."""
+    D, base = result["downstream"], result["baseline"]
+    groups = list(result["groups"])
+    heads = ["task", "metric", "items", "chance"] + [f"{g}" for g in groups] + [f"{g} vs {base} [95% CI]" for g in groups
+                                                                                 if g != base]
+    rows = []
+    for t, e in D["compare"].items():
+        for m in e["groups"][base]:
+            pct = m != "perplexity"
+            cells = []
+            for g in groups:
+                c = e["groups"][g][m]
+                spread = c["sd"] if c["sd"] is not None else (c["stderr"][0] if c["stderr"] else None)
+                f = (lambda v: f"{100 * v:.1f}") if pct else (lambda v: f"{v:.4g}")
+                cells.append(f(c["mean"]) + ("" if spread is None else f" ± {f(spread)}"))
+            for g in groups:
+                if g == base:
+                    continue
+                ch = e["groups"][g][m].get("change")
+                cells.append("-" if ch is None else (f"{100 * ch[0]:+.1f} pts [{100 * ch[1]:+.1f}, {100 * ch[2]:+.1f}]" if pct
+                                                      else f"{100 * ch[0]:+.1f}% [{100 * ch[1]:+.1f}, {100 * ch[2]:+.1f}]"))
+            chance = (f"{100 * e['chance']:.1f}" if e["chance"] else "~0") if pct else "-"
+            rows.append([t, m, e["n"], chance] + cells)
+    note = (f"downstream tasks, zero-shot, lm-evaluation-harness ({D['limit'] or 'all'} items per task"
+            f"{'' if not D['limit'] else ' at most'}; data: {D['data']}); accuracy in %, ± sd over seeds (one run: the "
+            f"harness's stderr); changes: points of accuracy or % of perplexity, paired bootstrap over items. "
+            f"Scores within a few points of chance say nothing about the arms.")
+    if markdown:
+        line = lambda r: "| " + " | ".join(str(x) for x in r) + " |"
+        return "\n".join([line(heads), line(["---"] * len(heads))] + [line(r) for r in rows])
+    return f"\n{note}\n" + table(heads, rows)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -179,4 +218,7 @@ def summary(result):
                     + [cell(S["groups"][g]["buckets"][i]) for i in seen_picked]
                     + [cell(d["groups"][g]) for d in others])
     line = lambda r: "| " + " | ".join(str(x) for x in r) + " |"
-    return "\n".join([line(rows[0]), line(["---"] * len(rows[0]))] + [line(r) for r in rows[1:]])
+    text = "\n".join([line(rows[0]), line(["---"] * len(rows[0]))] + [line(r) for r in rows[1:]])
+    if result.get("downstream"):                     # the downstream tasks as a second table
+        text += "\n\n" + downstream_table(result, markdown=True)
+    return text

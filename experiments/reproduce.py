@@ -7,6 +7,7 @@ project folder as a module:
     python -m experiments.reproduce --corpus text --input 'corpus/*.txt'    # any local text (the README's run)
     python -m experiments.reproduce --corpus wikitext103                    # downloads WikiText-103 once (~180 MB)
     python -m experiments.reproduce --corpus text --input 'corpus/*.txt' --body ref --arms tied untied lev --seeds 1 2
+    python -m experiments.reproduce --corpus text --input 'corpus/*.txt' --arms tied untied lev --tasks paper --task-limit 1000
 
 Corpora (GPT-2 tokenizer; a held-out split of the same corpus is the validation set):
   shakespeare  tinyshakespeare (downloaded once by data/prepare.py, or --input FILE)
@@ -26,6 +27,7 @@ initialisation stream and the same batches for every arm.
 Every run is `python train.py` with the flags printed. A finished run (its log has the final eval) is skipped and
 an unfinished one resumed, so the script can be stopped and started again; each run's wall time is logged in its
 log.jsonl. Results: out/reproduce/<corpus>/<body>[_<tag>]/: eval.json, eval.txt, summary.md, plots/, timing.json.
+--tasks adds the downstream tasks to the evaluation (evaluate.py --tasks: lm-evaluation-harness, zero-shot).
 """
 import json
 import os
@@ -71,6 +73,9 @@ class ReproduceConfig:
     out: str = "out/reproduce"    # where runs and results go
     data_root: str = "data"       # where prepared datasets go (and are looked for)
     train_flags: str = ""         # extra train.py flags for every run, quoted (e.g. "--dtype=float32")
+    tasks: list[str] = field(default_factory=list)  # downstream tasks for evaluate.py --tasks (e.g. paper; needs
+                                  # requirements-eval.txt and its data)
+    task_limit: int = 0           # the first N items of each downstream task (0 = all)
     dry_run: bool = False         # print the commands, run nothing
 
 
@@ -138,7 +143,8 @@ def main(argv=None):
             timing[os.path.basename(out_dir)] = round(time.time() - t1, 1)
     cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", dataset, *rc.zero_shot, "--data-root", rc.data_root, "--max-windows",
            str(rc.max_windows), "--json", os.path.join(results, "eval.json"), "--plots", os.path.join(results, "plots"),
-           "--summary", os.path.join(results, "summary.md")]
+           "--summary", os.path.join(results, "summary.md"),
+           *(["--tasks", *rc.tasks, "--task-limit", str(rc.task_limit)] if rc.tasks else [])]
     out = sh(cmd, rc.dry_run, capture=True)
     if not rc.dry_run:
         print(out)

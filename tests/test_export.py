@@ -98,7 +98,7 @@ def test_trained_run_round_trips_through_transformers(dataset, tmp_path, emb, ca
 
     cfg = json.load(open(os.path.join(dest, "config.json")))
     assert cfg["tie_word_embeddings"] == (emb == "tied") and cfg["bos_token_id"] == cfg["eos_token_id"] == 256
-    assert cfg["intermediate_size"] == 128 and cfg["head_dim"] == 16 and cfg["max_position_embeddings"] == 32
+    assert cfg["intermediate_size"] == 128 and cfg["head_dim"] == 16 and cfg["max_position_embeddings"] == export.MIN_POSITIONS and cfg["trained_context"] == 32
     assert "step 6" in open(os.path.join(dest, "README.md")).read()
 
     model = checkpoint.model_from_checkpoint(checkpoint.load(str(run / "ckpt.pt")))
@@ -163,3 +163,18 @@ def test_bad_arguments_are_one_sentence_without_traceback(args, message):
     p = subprocess.run([sys.executable, "export.py", *args], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert p.returncode != 0 and "Traceback" not in p.stderr and message in p.stderr, p.stderr
     assert sum("error:" in line for line in p.stderr.splitlines()) == 1            # one error line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["cl100k_base", "o200k_base"])
+def test_tiktoken_exports_get_a_tokenizer_that_encodes_like_ours(name, tmp_path):
+    """cl100k_base and o200k_base runs (the paper's tokenizer) get a tokenizer.json that Hugging Face loads offline and
+    that encodes real text exactly as data/tokenizers.py does, with the special tokens on their own ids."""
+    from data.sources import pydoc_topics
+    from test_data import play_text
+    export.write_tiktoken_tokenizer(str(tmp_path), name, 2048)
+    from data.tokenizers import get_tokenizer
+    hf, ours = transformers.AutoTokenizer.from_pretrained(str(tmp_path)), get_tokenizer(name)
+    text = "\n".join(pydoc_topics()[0])[:300_000] + play_text(50_000) + " 1234567 3.14159 d\u00e9j\u00e0 vu \u4f60\u597d I'LL"
+    assert hf(text, add_special_tokens=False)["input_ids"] == ours.encode(text)
+    assert len(hf) == ours.vocab_size and hf.eos_token_id == ours.eot_id == hf.convert_tokens_to_ids("<|endoftext|>")

@@ -45,11 +45,13 @@ def test_every_emb_of_the_model_is_an_arm_and_bodies_and_subsets(tmp_path):
     from experiments.reproduce import ARMS
     assert set(EMB_CHOICES) <= set(ARMS)                                         # a new arm cannot drop out
     cmds = dry_run(tmp_path, "--body", "ref", "--arms", "tied", "lev", "--seeds", "4", "--steps", "7",
-                   "--input-scale", "norm", "--tag", "x")
+                   "--input-scale", "norm", "--tag", "x", "--tasks", "paper", "--task-limit", "50")
     train = [flags(c) for c in cmds if c[1] == "train.py"]
     assert [(f["emb"], f["seed"], f["max-iters"], f["preset"], f["input-scale"]) for f in train] == \
         [("tied", "4", "7", "ref", "norm"), ("lev", "4", "7", "ref", "norm")]
     assert "/text/ref_x/" in train[0]["out-dir"]
+    ev = next(c for c in cmds if c[1] == "evaluate.py")
+    assert ev[ev.index("--tasks"):] == ["--tasks", "paper", "--task-limit", "50"]          # downstream tasks passed on
     bad = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--dry-run", "--arms", "nope"], cwd=ROOT,
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "unknown arm" in bad.stderr and "Traceback" not in bad.stderr
