@@ -5,6 +5,7 @@ Speed and memory of LEV's fast paths, of every input-map arm and of the number f
     python bench.py --tokens zipf --json bench.json    # the reference size (below): 10-30 minutes on 2 CPU cores
     python bench.py --sections dtype                   # only "dtype and head" (float32 / bf16, plain / chunked head)
     python bench.py --sections os                      # only what the allocator setting saves (page faults)
+    python bench.py --sections dtype,head --dtype-sizes cpu --vocab-sizes 50257 200019   # GPT-2's vs o200k's vocabulary
     python bench.py --curves                           # bf16 vs float32 loss curves, 3 seeds (about 10 minutes)
     python bench.py --device cuda --compile            # on a GPU (bf16 autocast; LEV itself stays float32)
 
@@ -29,6 +30,8 @@ round (paired), which is what a shared machine allows. Progress goes to stderr, 
            (where bf16 is not native, only (a) and (d) unless --variants says otherwise);
            and the peak RSS (VmHWM) of `python train.py --emb=lev` with --dtype=float32 --head=plain vs the
            defaults, reported by the train.py process itself (a child's ru_maxrss would report this process's).
+  head     the output head alone at the quick start's N and D, at each --vocab-sizes: plain vs chunked, float32 and
+           bf16 (where native), with GFLOP/s next to this run's matmul rate
   os       the output head's steps at the quick-start size in a fresh process, with and without
            util/runtime.keep_freed_memory: page faults per step once warm (glibc only)
   memory   peak RSS (Linux VmHWM) of a fresh subprocess that builds the variant and runs it twice (train step:
@@ -52,7 +55,8 @@ import torch
 
 from fast.lev_fast import FastLEV
 from lev import LEV
-from model import EMB_CHOICES, GPTConfig
+from fast import head
+from model import EMB_CHOICES, GPT, GPTConfig
 from util import presets, runtime
 from util.cli import checked, parse
 from util.timing import paired, paired_iqr, peak_flops, round_robin, say, sync, train_step, zipf_ids
@@ -64,7 +68,7 @@ LEV_PATHS = {  # name -> FastLEV's options (None: lev.LEV as written); "compiled
     "dedup_fused_torch": dict(dedup=True, sparse_basis=True, kernel="torch"),
     "dedup_fused_cpp": dict(dedup=True, sparse_basis=True, kernel="cpp"),
 }
-SECTIONS = ("lev", "arms", "dtype", "os")
+SECTIONS = ("lev", "arms", "dtype", "head", "os")
 DTYPE_HEAD = {"(a) fp32+plain": ("float32", "plain", "auto"), "(b) bf16+plain": ("bfloat16", "plain", "auto"),
               "(c) bf16+chunked": ("bfloat16", "chunked", "auto"), "(d) fp32+chunked": ("float32", "chunked", "auto"),
               "(e) bf16+chunked, torch rows": ("bfloat16", "chunked", "torch")}   # (e): (c) without head_kernel.cpp
@@ -86,7 +90,10 @@ class BenchConfig:
     warmup: int = 1               # untimed rounds first, variants in turns (2 more when compiling)
     tiny: bool = False            # a tiny model and batch (util/presets.TINY): checks the script end to end in a minute
     size: str = "ref"             # the lev and arms sections' model and batch: a preset's size (util/presets.py)
-    vocab_size: int = 50257       # V (GPT-2's vocabulary)
+    vocab_size: int = 50257       # V (GPT-2's vocabulary) of the lev and arms sections
+    vocab_sizes: list[int] = field(default_factory=list)  # the dtype and head sections at each of these V (e.g.
+                                  # 50257 200019: GPT-2's and o200k_base's); empty: --vocab-size
+    dtype_sizes: str = "cpu,ref"  # the dtype section's sizes: presets of util/presets.py, comma-separated
     tokens: str = "auto"          # batch ids: real tokens of data/default (auto: when it exists) or Zipf ids
     sample_tokens: int = 64       # new tokens per sampling run
     threads: int = 0              # torch.set_num_threads (0: PyTorch's default)
@@ -150,10 +157,20 @@ def gpt_config(a: BenchConfig, name: str = "") -> GPTConfig:
     return presets.gpt_config(size(a, name), vocab_size=a.vocab_size)
 
 
+def vocab_sizes(a: BenchConfig) -> list:
+    """The V's of the dtype and head sections."""
+    return list(a.vocab_sizes) or [a.vocab_size]
+
+
 def dtype_configs(a: BenchConfig) -> dict:
-    """{name: (GPTConfig, batch size)}: the quick-start size (the "cpu" preset) and the reference size ("ref")."""
-    quick = replace(gpt_config(a), n_layer=1) if a.tiny else gpt_config(a, "cpu")
-    return {"quick-start": (quick, size(a, "cpu")["batch_size"]), "reference": (gpt_config(a, "ref"), size(a, "ref")["batch_size"])}
+    """{"<preset>@<V>": (GPTConfig, batch size)}: every --dtype-sizes preset (default the quick start's, "cpu", and
+    the reference size, "ref") at every V of vocab_sizes()."""
+    out = {}
+    for V in vocab_sizes(a):
+        for name in a.listed("dtype_sizes"):
+            cfg = replace(gpt_config(a), n_layer=1) if a.tiny and name == "cpu" else gpt_config(a, name)
+            out[f"{name}@{V}"] = (replace(cfg, vocab_size=V), size(a, name)["batch_size"])
+    return out
 
 
 def batch_ids(a: BenchConfig, B: int, T: int, V: int):
@@ -329,7 +346,7 @@ print(json.dumps(dict(allocator=kept, dtype=str(dtype), warm_steps=faults[4:])))
 
 def section_os(a: BenchConfig) -> dict:
     """Page faults per warm step of the output head, default glibc vs keep_freed_memory (fresh processes)."""
-    cfg, B = dtype_configs(a)["quick-start"]
+    cfg, B = dtype_configs(replace(a, dtype_sizes="cpu"))[f"cpu@{vocab_sizes(a)[0]}"]
     res = {}
     for keep in (False, True):
         say(f"os: page faults, keep_freed_memory={keep} (a fresh subprocess)")
@@ -376,8 +393,15 @@ def section_arms(a: BenchConfig, argv, x, y, warm, flops) -> dict:
     return res
 
 
-def section_dtype(a: BenchConfig, argv, warm) -> dict:
-    """tied and lev x --variants of (a)-(e) at two configs; one round-robin per config (its variants in turns)."""
+def step_flops(cfg: GPTConfig, B: int) -> float:
+    """FLOPs of one training step (model.flops_per_token x tokens; LEV's own work not counted), from a meta model."""
+    with torch.device("meta"):
+        return GPT(cfg).flops_per_token() * B * cfg.block_size
+
+
+def section_dtype(a: BenchConfig, argv, warm, peaks: dict) -> dict:
+    """tied and lev x --variants of (a)-(e) at each config; one round-robin per config (its variants in turns).
+    GFLOP/s: the step's FLOPs over its median time, next to the matmul rate measured in this run (peaks)."""
     res = {}
     for name, (cfg, B) in dtype_configs(a).items():
         fns = {f"{arm} {v}": dtype_variant(a, cfg, B, arm, v)[0] for arm in ("tied", "lev") for v in DTYPE_HEAD
@@ -387,12 +411,53 @@ def section_dtype(a: BenchConfig, argv, warm) -> dict:
         rows = {}
         for k in t:
             arm, v = k.split(" ", 1)
+            flops = step_flops(replace(cfg, emb=arm), B)
             rows[k] = dict(arm=arm, variant=v, dtype=DTYPE_HEAD[v][0], head=DTYPE_HEAD[v][1], rows=DTYPE_HEAD[v][2],
                            ms=1e3 * statistics.median(t[k]), times_ms=[1e3 * s for s in t[k]],
+                           gflops=flops / statistics.median(t[k]) / 1e9,
+                           of_peak=flops / statistics.median(t[k]) / peaks[DTYPE_HEAD[v][0]],
                            vs_a=paired(t, f"{arm} (a) fp32+plain", k), lev_vs_tied=paired(t, f"tied {v}", f"lev {v}"),
                            peak_mb=measure_memory(argv, f"dtype:{name}:{arm}:{v}") if a.memory != "none" else None)
         res[name] = dict(n_layer=cfg.n_layer, n_embd=cfg.n_embd, n_head=cfg.n_head, block_size=cfg.block_size,
                          batch_size=B, vocab_size=cfg.vocab_size, variants=rows)
+    return res
+
+
+HEAD_VARIANTS = {"plain fp32": ("float32", "plain"), "chunked fp32": ("float32", "chunked"),
+                 "plain bf16": ("bfloat16", "plain"), "chunked bf16": ("bfloat16", "chunked")}
+
+
+def head_variant(a: BenchConfig, N: int, D: int, V: int, dtype: str, kind: str):
+    """The output head alone, forward + backward of the mean cross-entropy: x (N, D), W (V, D), Zipf targets."""
+    g = torch.Generator().manual_seed(0)
+    x = torch.randn(N, D, generator=g, device=a.device).requires_grad_()
+    W = (torch.randn(V, D, generator=g, device=a.device) * 0.02).requires_grad_()
+    y = zipf_ids(N, V).to(a.device)
+    loss_fn = head.plain_cross_entropy if kind == "plain" else head.linear_cross_entropy
+
+    def run():
+        with runtime.autocast(a.device, dtype):
+            loss = loss_fn(x, W, y)
+        loss.backward()
+        x.grad = W.grad = None
+    return run
+
+
+def section_head(a: BenchConfig, warm, peaks: dict) -> dict:
+    """The output head alone at the quick start's N and D, at every V: plain vs chunked, float32 and (where bf16 is
+    native) bf16; GFLOP/s = 3 matmuls of 2 N V D FLOPs over the median time, next to this run's matmul rate."""
+    cfg, B = next(iter(dtype_configs(a).values()))
+    N, D = B * cfg.block_size, cfg.n_embd
+    kinds = [k for k, (dt, _) in HEAD_VARIANTS.items() if dt in peaks]
+    res = {}
+    for V in vocab_sizes(a):
+        t = round_robin({k: head_variant(a, N, D, V, *HEAD_VARIANTS[k]) for k in kinds}, a.reps, warm, a.device,
+                        f"head alone, V={V}")
+        flops = 6 * N * V * D
+        res[str(V)] = dict(N=N, D=D, V=V, variants={k: dict(
+            dtype=HEAD_VARIANTS[k][0], ms=1e3 * statistics.median(t[k]), gflops=flops / statistics.median(t[k]) / 1e9,
+            of_peak=flops / statistics.median(t[k]) / peaks[HEAD_VARIANTS[k][0]], vs_plain_fp32=paired(t, "plain fp32", k))
+            for k in kinds})
     return res
 
 
@@ -474,11 +539,23 @@ def main(argv=None):
         if "arms" in a.listed("sections"):
             res["peak_flops"] = peak_flops(a.device, a.dtype, a.tiny)
             res["arms"] = section_arms(a, argv, x, y, warm, res["peak_flops"])
+        if {"dtype", "head"} & set(a.listed("sections")):    # the matmul rates the GFLOP/s are set against
+            dtypes = {DTYPE_HEAD[v][0] for v in DTYPE_HEAD if v[1] in a.listed("variants")}
+            peaks = res["peak_flops_by_dtype"] = {dt: peak_flops(a.device, dt, a.tiny) for dt in sorted(dtypes)}
         if "dtype" in a.listed("sections"):
-            res["dtype"] = section_dtype(a, argv, warm)
+            res["dtype"] = section_dtype(a, argv, warm, peaks)
             if a.memory != "none" and a.quickstart_iters:
                 res["quickstart_rss"] = {k: quickstart_rss(a, f) for k, f in
                                          (("(a) fp32+plain", ["--dtype=float32", "--head=plain"]), ("defaults", []))}
+        if "head" in a.listed("sections"):
+            res["head"] = section_head(a, warm, peaks)
+        if {"dtype", "head"} & set(a.listed("sections")):    # measured again: the better of the two rates
+            for dt in peaks:
+                peaks[dt] = max(peaks[dt], peak_flops(a.device, dt, a.tiny))
+            for sec in (res.get("dtype", {}), res.get("head", {})):
+                for c in sec.values():
+                    for r in c["variants"].values():
+                        r["of_peak"] = r["gflops"] * 1e9 / peaks[r["dtype"]]
         if "os" in a.listed("sections"):
             res["os"] = section_os(a)
     res["load_average"] = dict(before=load_before[0], after=os.getloadavg()[0])
@@ -514,13 +591,24 @@ def print_tables(res, a):
         print(f"\ndtype and head: training step (forward + backward + AdamW); dtype \"auto\" is {a.dtype} here "
               f"({res['config']['dtype_why']}); variants {a.variants.replace(',', ', ')}"
               f"{' (bf16 would be emulated here: --variants to add them)' if emulated and len(a.listed('variants')) < len(DTYPE_HEAD) else ''}")
+        peaks = res["peak_flops_by_dtype"]
+        print("matmul rate measured in this run (a 2048^2 matmul, the faster of two measurements): "
+              + ", ".join(f"{dt} {v / 1e9:.0f} GFLOP/s" for dt, v in peaks.items()))
         for name, c in res["dtype"].items():
-            print(f"{name}: {c['n_layer']} x {c['n_embd']}, {c['n_head']} heads, context {c['block_size']}, "
-                  f"batch {c['batch_size']}, V={c['vocab_size']}")
-            print(f"  {'arm':<6}{'variant':<30}{'ms':>9}{'vs (a)':>8}{'lev/tied':>10}{mem:>13}")
+            print(f"{name.split('@')[0]} size: {c['n_layer']} x {c['n_embd']}, {c['n_head']} heads, context "
+                  f"{c['block_size']}, batch {c['batch_size']}, V={c['vocab_size']}")
+            print(f"  {'arm':<6}{'variant':<30}{'ms':>9}{'vs (a)':>8}{'lev/tied':>10}{'GFLOP/s':>9}{'of peak':>9}{mem:>13}")
             for r in c["variants"].values():
                 lt = fmt(r["lev_vs_tied"], ".3f") if r["arm"] == "lev" else ""
-                print(f"  {r['arm']:<6}{r['variant']:<30}{r['ms']:>9.1f}{r['vs_a']:>8.3f}{lt:>10}{fmt(r['peak_mb'], '.0f'):>13}")
+                print(f"  {r['arm']:<6}{r['variant']:<30}{r['ms']:>9.1f}{r['vs_a']:>8.3f}{lt:>10}{r['gflops']:>9.0f}"
+                      f"{r['of_peak']:>9.1%}{fmt(r['peak_mb'], '.0f'):>13}")
+    if "head" in res:
+        print("\nthe output head alone (forward + backward of the mean cross-entropy; 3 matmuls of 2 N V D FLOPs)")
+        for c in res["head"].values():
+            print(f"N={c['N']}, D={c['D']}, V={c['V']}")
+            print(f"  {'variant':<16}{'ms':>9}{'vs plain fp32':>15}{'GFLOP/s':>9}{'of peak':>9}")
+            for k, r in c["variants"].items():
+                print(f"  {k:<16}{r['ms']:>9.1f}{r['vs_plain_fp32']:>15.3f}{r['gflops']:>9.0f}{r['of_peak']:>9.1%}")
     if "quickstart_rss" in res:
         print("\nthe quick-start command's peak RSS (VmHWM of the train.py process; its largest child in brackets)")
         for flags, r in res["quickstart_rss"].items():

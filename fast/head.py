@@ -47,6 +47,8 @@ Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has
 tests/test_head.py checks values and gradients against the plain path in float64, float32 and under bf16
 autocast, the C++ rows against PyTorch's, and that nothing of size N * V is saved for backward.
 """
+import math
+
 import torch
 import torch.nn.functional as F
 
@@ -57,16 +59,40 @@ from fast import native
 # just under 32 MiB, the largest block glibc still serves from reused memory (util/runtime.keep_freed_memory).
 CHUNK_LOGITS = 1 << 23
 CHUNK_BYTES = 32 << 20
+# At large V those bytes would be few positions, and each block pays a whole (V, D) sum for dL/dW (at o200k_base's
+# V = 200019, 83 positions: 13 such sums a step); blocks get at least this many positions, up to CHUNK_MAX_BYTES of
+# logits (docs/performance.md, "The output head at large vocabularies").
+CHUNK_MIN_ROWS = 256
+CHUNK_MAX_BYTES = 256 << 20
 # A float32 block's logits on a CPU are computed this many vocabulary columns at a time into one (n, V) buffer:
 # the same numbers, and MKL's float32 matmul runs faster on such slices than on the whole width. 0: no slicing.
 VOCAB_SLICE = 1024
+# A bf16 block's dL/dW product is computed and added to the float32 sum this many vocabulary rows at a time, so that
+# each slice is added while it is still in the cache (docs/performance.md, "The output head at large vocabularies").
+DW_SLICE = 8192
 
 
 def default_chunk_size(V: int, bytes_per_logit: int = 0) -> int:
     """The most positions a block may have (head.blocks evens the blocks out): CHUNK_LOGITS logits for PyTorch's
-    rows (bytes_per_logit 0), CHUNK_BYTES of logits for the C++ rows (bytes_per_logit: the matmul dtype's size)."""
+    rows (bytes_per_logit 0), CHUNK_BYTES of logits for the C++ rows (bytes_per_logit: the matmul dtype's size),
+    and at least CHUNK_MIN_ROWS."""
     logits = CHUNK_BYTES // bytes_per_logit if bytes_per_logit else CHUNK_LOGITS
-    return max(1, logits // V)
+    ceiling = CHUNK_MAX_BYTES // ((bytes_per_logit or 4) * V)                # PyTorch's rows: float32 copies
+    return max(1, logits // V, min(CHUNK_MIN_ROWS, ceiling))
+
+
+_WORKSPACE = {}   # (name, dtype, device) -> a buffer reused by every call: large blocks stay in this process's pages
+
+
+def workspace(name: str, shape, dtype, device) -> torch.Tensor:
+    """A reused (shape) buffer of dtype on device, uninitialised; it grows to the largest shape asked for. Blocks
+    above 32 MiB (glibc's largest heap threshold, util/runtime.keep_freed_memory) would otherwise be fresh pages
+    that the kernel zeroes at every call. One per name: the callers use each before asking for it again."""
+    numel, key = math.prod(shape), (name, dtype, torch.device(device))
+    buf = _WORKSPACE.get(key)
+    if buf is None or buf.numel() < numel:
+        buf = _WORKSPACE[key] = torch.empty(numel, dtype=dtype, device=device)
+    return buf[:numel].view(shape)
 
 
 def plain_cross_entropy(x, W, targets, reduction="mean"):
@@ -130,12 +156,13 @@ def blocks(N: int, chunk: int):
 
 
 def block_logits(xc, Wc):
-    """One block's logits z = xc Wc^T: xc (n, D), Wc (V, D) -> (n, V) in the matmul's dtype; float32 on a CPU
-    in slices of VOCAB_SLICE columns (the same numbers; faster there, see VOCAB_SLICE)."""
+    """One block's logits z = xc Wc^T: xc (n, D), Wc (V, D) -> (n, V) in the matmul's dtype, in the "logits"
+    workspace (valid until the next block); float32 on a CPU in slices of VOCAB_SLICE columns (the same numbers;
+    faster there, see VOCAB_SLICE)."""
     n, V = xc.shape[0], Wc.shape[0]
+    z = workspace("logits", (n, V), xc.dtype, xc.device)
     if not (VOCAB_SLICE and xc.device.type == "cpu" and xc.dtype == torch.float32 and V > VOCAB_SLICE):
-        return xc @ Wc.t()
-    z = torch.empty(n, V, dtype=xc.dtype)
+        return torch.mm(xc, Wc.t(), out=z)
     for j in range(0, V, VOCAB_SLICE):
         torch.mm(xc, Wc[j:j + VOCAB_SLICE].t(), out=z[:, j:j + VOCAB_SLICE])  # (n, D) @ (D, c) into z's columns
     return z
@@ -185,6 +212,11 @@ def block_loss(xc, Wc, y, acc, need_grad, g, rows):
     return loss, dz.to(Wc.dtype)                                             # back to the matmul's dtype
 
 
+def cast(W, dtype):
+    """W in the matmul's dtype: W itself, or a copy in the "W" workspace (at V = 200k a bf16 copy is 51 MB)."""
+    return W if W.dtype == dtype else workspace("W", W.shape, dtype, W.device).copy_(W)
+
+
 def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None, rows=None):
     """The loop over blocks of positions: loss_n (N,) and, if asked, the rows dloss_n/dx_n (N, D) and the sum
     sum_n dloss_n/dW (V, D), each term times g_n when g (N,) is given. Each block's logits are dropped as
@@ -193,18 +225,22 @@ def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None, rows=None)
     N, D = xc.shape
     loss = torch.empty(N, dtype=acc, device=xc.device)                       # (N,)
     grad_x = torch.empty(N, D, dtype=acc, device=xc.device) if need_x else None
-    grad_W = torch.zeros(Wc.shape, dtype=acc, device=Wc.device) if need_W else None
-    for a, b in blocks(N, chunk):
+    grad_W = (torch.zeros if N == 0 else torch.empty)(Wc.shape, dtype=acc, device=Wc.device) if need_W else None
+    for k, (a, b) in enumerate(blocks(N, chunk)):                            # the first block writes dL/dW, the
+        add = k > 0                                                          # others add to it
         loss[a:b], dz = block_loss(xc[a:b], Wc, targets[a:b], acc, need_x or need_W,
                                    None if g is None else g[a:b], rows)
         if dz is not None:
             if need_x:
                 grad_x[a:b] = dz @ Wc                                        # (n, V) @ (V, D)
-            if need_W and dz.dtype == acc:
-                grad_W.addmm_(dz.t(), xc[a:b])                               # += (V, n) @ (n, D), in place
-            elif need_W:
-                grad_W += (dz.t() @ xc[a:b]).to(acc)                         # bf16 matmul, float32 sum
-                # (.to first: converting, then adding, is faster than adding bf16 into float32)
+            if need_W and dz.dtype == acc:                                   # += (V, n) @ (n, D), in place
+                grad_W.addmm_(dz.t(), xc[a:b]) if add else torch.mm(dz.t(), xc[a:b], out=grad_W)
+            elif need_W:                                                     # bf16 matmul, float32 sum, by
+                V = Wc.shape[0]                                              # slices that stay in the cache
+                for j in range(0, V, DW_SLICE):
+                    part = torch.mm(dz[:, j:j + DW_SLICE].t(), xc[a:b],
+                                    out=workspace("dW", (min(DW_SLICE, V - j), D), dz.dtype, dz.device))
+                    grad_W[j:j + DW_SLICE].add_(part) if add else grad_W[j:j + DW_SLICE].copy_(part)
         del dz
     return loss, grad_x, grad_W
 
@@ -222,16 +258,19 @@ class LinearCrossEntropy(torch.autograd.Function):
         now = reduction != "none"                                            # gradients now, or in backward
         ctx.reduction, ctx.chunk, ctx.dtype, ctx.acc, ctx.rows = reduction, chunk, dtype, acc, rows
         ctx.x_dtype, ctx.W_dtype = x.dtype, W.dtype
+        # "mean" with the C++ rows: the 1/N goes into their per-row weight g, free, instead of a pass over dL/dW later
+        prescale = reduction == "mean" and rows is not None and (need_x or need_W)
+        g = torch.full((x.shape[0],), 1.0 / max(1, x.shape[0]), device=x.device) if prescale else None
         with torch.autocast(x.device.type, enabled=False):
-            loss, grad_x, grad_W = chunked_pass(x.to(dtype), W.to(dtype), targets, chunk, acc,
-                                                now and need_x, now and need_W, rows=rows)
+            loss, grad_x, grad_W = chunked_pass(x.to(dtype), cast(W, dtype), targets, chunk, acc,
+                                                now and need_x, now and need_W, g=g, rows=rows)
         if reduction == "none":
             if need_x or need_W:
                 ctx.save_for_backward(x, W, targets)                         # backward recomputes the logits
             return loss                                                      # (N,)
         ctx.save_for_backward(grad_x, grad_W)                                # d(sum_n loss_n)/dx, /dW
-        ctx.scale = 1.0 / x.shape[0] if reduction == "mean" else 1.0
-        return loss.sum() * ctx.scale                                        # ()
+        ctx.scale = 1.0 / x.shape[0] if reduction == "mean" and not prescale else 1.0
+        return loss.sum() / x.shape[0] if reduction == "mean" else loss.sum()  # ()
 
     @staticmethod
     @torch.autograd.function.once_differentiable
@@ -239,12 +278,13 @@ class LinearCrossEntropy(torch.autograd.Function):
         if ctx.reduction != "none":                                          # grad_out (): a scaling
             grad_x, grad_W = ctx.saved_tensors
             g = grad_out.to(ctx.acc) * ctx.scale
-            grad_x = None if grad_x is None else (grad_x * g).to(ctx.x_dtype)
-            grad_W = None if grad_W is None else (grad_W * g).to(ctx.W_dtype)
+            unit = g.device.type == "cpu" and g.item() == 1.0              # a training step's usual case: no pass
+            grad_x = None if grad_x is None else (grad_x if unit else grad_x * g).to(ctx.x_dtype)
+            grad_W = None if grad_W is None else (grad_W if unit else grad_W * g).to(ctx.W_dtype)
             return grad_x, grad_W, None, None, None, None, None, None
         x, W, targets = ctx.saved_tensors                                    # grad_out (N,): per token
         with torch.autocast(x.device.type, enabled=False):
-            _, grad_x, grad_W = chunked_pass(x.to(ctx.dtype), W.to(ctx.dtype), targets, ctx.chunk, ctx.acc,
+            _, grad_x, grad_W = chunked_pass(x.to(ctx.dtype), cast(W, ctx.dtype), targets, ctx.chunk, ctx.acc,
                                              ctx.needs_input_grad[0], ctx.needs_input_grad[1],
                                              g=grad_out.to(ctx.acc), rows=ctx.rows)
         grad_x = None if grad_x is None else grad_x.to(ctx.x_dtype)

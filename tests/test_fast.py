@@ -389,7 +389,7 @@ def test_bench_dtype_and_head_section(tmp_path, capsys):
     res = bench.main(["--tiny", "--reps", "1", "--warmup", "0", "--memory", "none", "--sections", "dtype",
                       "--variants", "b,c,d,e"])                # all five, bf16 native here or not (tiny: seconds)
     assert "lev" not in res and "arms" not in res
-    assert list(res["dtype"]) == ["quick-start", "reference"]
+    assert list(res["dtype"]) == ["cpu@1000", "ref@1000"]                       # --tiny: V = 1000
     for c in res["dtype"].values():
         rows = c["variants"]
         assert len(rows) == 10 and {(r["arm"], r["dtype"], r["head"], r["rows"]) for r in rows.values()} == {
@@ -449,6 +449,23 @@ def test_bench_curves(byte_docs, tmp_path):
 
 
 @pytest.mark.slow
+def test_bench_head_section_and_vocab_sizes(capsys):
+    """The head alone and the dtype section at two vocabularies in one run, with GFLOP/s against this run's matmul
+    rate (the figures vary by machine: checked for shape and consistency, not value)."""
+    import bench
+    res = bench.main(["--tiny", "--reps", "1", "--warmup", "0", "--memory", "none", "--sections", "dtype,head",
+                      "--dtype-sizes", "cpu", "--vocab-sizes", "300", "2000", "--variants", "a,d"])
+    assert list(res["dtype"]) == ["cpu@300", "cpu@2000"] and list(res["head"]) == ["300", "2000"]
+    assert set(res["peak_flops_by_dtype"]) == {"float32"}
+    for c in res["dtype"].values():
+        for r in c["variants"].values():
+            assert r["gflops"] > 0 and r["of_peak"] == pytest.approx(r["gflops"] * 1e9 / res["peak_flops_by_dtype"]["float32"])
+    for V, c in res["head"].items():
+        assert c["V"] == int(V) and set(c["variants"]) == {"plain fp32", "chunked fp32"}
+        assert c["variants"]["plain fp32"]["vs_plain_fp32"] == 1.0
+    assert "the output head alone" in capsys.readouterr().out
+
+
 def test_bench_os_section_counts_page_faults_both_ways():
     """The allocator section runs the head in fresh processes, glibc's defaults and kept memory (numbers vary by
     machine and are reported, not asserted)."""
@@ -463,7 +480,7 @@ def test_bench_os_section_counts_page_faults_both_ways():
 def test_bench_memory_probe():
     import bench
     assert bench.measure_memory(["--tiny"], "train:tied") > 0
-    assert bench.measure_memory(["--tiny"], "dtype:quick-start:lev:(c) bf16+chunked") > 0
+    assert bench.measure_memory(["--tiny"], "dtype:cpu@1000:lev:(c) bf16+chunked") > 0
 
 
 @pytest.mark.parametrize("argv, message", [(["--arms", "tied,nope"], "unknown arm"),

@@ -85,11 +85,43 @@ def test_float32_logits_in_vocabulary_slices(monkeypatch, kernel):
     assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6, chunk_size=16, kernel=kernel)
 
 
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("kernel", ["torch", "auto"])
+def test_unit_upstream_gradient(reduction, kernel):
+    """loss.backward() (upstream exactly 1, a training step's case) returns the gradients computed in forward without
+    a scaling pass; with the C++ rows "mean" puts 1/N into the rows. Both equal the float64 reference."""
+    x, W, targets = data(40, 16, 301, dtype=torch.float32, seed=4)
+    linear_cross_entropy(x, W, targets, reduction, chunk_size=7, kernel=kernel).backward()
+    x64, W64 = (t.detach().double().requires_grad_() for t in (x, W))
+    plain_cross_entropy(x64, W64, targets, reduction).backward()
+    torch.testing.assert_close(x.grad, x64.grad.float(), rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(W.grad, W64.grad.float(), rtol=1e-5, atol=1e-6)
+
+
 def test_default_chunk_size():
+    """Blocks hold CHUNK_BYTES of logits (C++ rows) or CHUNK_LOGITS (PyTorch's), but at least CHUNK_MIN_ROWS positions
+    while that stays under CHUNK_MAX_BYTES: at large V few positions would each pay a whole (V, D) sum."""
     x, W, targets = data(20, 8, 301, dtype=torch.float32)
-    assert default_chunk_size(50257) == 166 and default_chunk_size(10 ** 9) == 1
     assert default_chunk_size(50257, 2) == 333                                # bf16 logits in the C++ rows
+    assert default_chunk_size(50257) == default_chunk_size(50257, 4) == 256   # 166 and 166 by bytes alone
+    assert default_chunk_size(200019, 2) == 256                              # 83 by bytes alone
+    assert default_chunk_size(10 ** 9) == 1                                  # no room for more than one row
     assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)
+
+
+def test_workspace_is_reused_and_grows():
+    """The logits and dL/dW buffers are reused from call to call (no fresh pages), grow when a larger one is asked
+    for, and a block's results do not depend on what an earlier call left in them."""
+    from fast import head
+    a = head.workspace("test", (4, 5), torch.float32, "cpu")
+    b = head.workspace("test", (2, 3), torch.float32, "cpu")
+    assert a.data_ptr() == b.data_ptr() and b.shape == (2, 3)
+    c = head.workspace("test", (10, 10), torch.float32, "cpu")
+    assert c.shape == (10, 10) and head.workspace("test", (4, 5), torch.float32, "cpu").data_ptr() == c.data_ptr()
+    x, W, targets = data(50, 8, 301, dtype=torch.float32)
+    first = linear_cross_entropy(x, W, targets, chunk_size=7)
+    head.workspace("logits", (50, 301), torch.float32, "cpu").fill_(float("nan"))     # garbage left behind
+    torch.testing.assert_close(linear_cross_entropy(x, W, targets, chunk_size=7), first)
 
 
 @pytest.mark.parametrize("N, chunk", [(1024, 166), (10, 3), (12, 4), (5, 8), (1, 1), (7, 1), (2048, 333)])
@@ -151,6 +183,18 @@ def test_bf16_autocast(reduction):
         torch.testing.assert_close(o, r, rtol=5e-2, atol=5e-2 * r.abs().max().item())
     # The chunked loss must really be computed from bf16 logits (as autocast's lm_head would), not float32.
     assert (out[0] - plain_fp32[0]).abs().max() > 1e-6
+
+
+def test_bf16_weight_gradient_in_vocabulary_slices(monkeypatch):
+    """A bf16 block's dL/dW is summed DW_SLICE vocabulary rows at a time: the same sum as in one piece, a last slice
+    that is not full included (V = 97: 6 full slices of 16 and one row)."""
+    x, W, targets = data(48, 32, 97, dtype=torch.float32, seed=5)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        whole = value_and_grads(linear_cross_entropy, x, W, targets, "mean", chunk_size=10)
+        monkeypatch.setattr(head, "DW_SLICE", 16)
+        sliced = value_and_grads(linear_cross_entropy, x, W, targets, "mean", chunk_size=10)
+    for a, b in zip(sliced, whole):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-7)
 
 
 def test_float64_ignores_autocast():
