@@ -18,7 +18,9 @@ there), and any prepared datasets given with --zero-shot.
 
 Bodies (util/presets.py): "cpu" is the quick start's size (4 layers, width 128, context 128, batch 8: 1,024 tokens
 per step), where the input table is 88% of a tied model; "ref" is the reference size (6 layers, width 384, context
-256, batch 8: 2,048 tokens per step), a body-heavier model. Both default to 1,024,000 training tokens per run.
+256, batch 8: 2,048 tokens per step), a body-heavier model; "big" (8 x 512, context 256) has a body about as large
+as GPT-2's table. All default to 1,024,000 training tokens per run. --tokenizer re-tokenises the same text (and the
+zero-shot sets) with cl100k_base or o200k_base (the paper's); results then go to <body>_<tokenizer>[_<tag>].
 Arms: every --emb of model.py, plus the controls lev_shuffled (LEV on the digits of randomly permuted ids),
 lev_k32 (32 spline knots; more parameters than lev) and flat_mlp_4m (flat_mlp with a 4m-wide hidden layer).
 The core arms (tied, untied, lev, lev_shuffled) run --seeds, the others --seeds-others. Seed s means the same
@@ -37,6 +39,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+from data.prepare import dataset_dir_name
 from model import EMB_CHOICES
 from util.cli import parse
 from util.presets import PRESETS
@@ -49,6 +52,7 @@ CORPORA = {  # name -> (prepare.py arguments, prepared dataset name)
 BODIES = {   # name -> train.py flags (the same for every arm): a preset of util/presets.py, 1,024,000 tokens
     "cpu": ["--preset=cpu", "--max-iters=1000", "--eval-interval=100", "--lr=2e-3", "--warmup-iters=50"],
     "ref": ["--preset=ref"],
+    "big": ["--preset=big"],
 }
 CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_k32": ["--emb=lev", "--lev-kappa=32"],
             "flat_mlp_4m": ["--emb=flat_mlp", "--flat-mlp-hidden=4m"]}
@@ -60,7 +64,8 @@ CORE = ("tied", "untied", "lev", "lev_shuffled")
 class ReproduceConfig:
     corpus: str = "shakespeare"   # shakespeare, wikitext103 or text (with --input)
     input: list[str] = field(default_factory=list)  # the corpus's files (text: required; others: instead of a download)
-    body: str = "cpu"             # cpu (4 x 128) or ref (6 x 384, body-heavier)
+    body: str = "cpu"             # cpu (4 x 128), ref (6 x 384, body-heavier) or big (8 x 512, context 256)
+    tokenizer: str = "gpt2"       # the corpus's (and the zero-shot sets') tokenizer: gpt2, cl100k_base, o200k_base
     arms: list[str] = field(default_factory=lambda: ["tied", "untied", "lev", "lev_shuffled", "albert", "flat_mlp",
                                                      "factorized_mlp", "lev_k32"])  # which arms (see ARMS)
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3])   # seeds of the core arms (tied, untied, lev, lev_shuffled)
@@ -103,30 +108,36 @@ def finished(out_dir, steps):
 
 
 def prepare(rc: ReproduceConfig, py):
-    """The corpus and the zero-shot datasets, prepared once (data/<name>/meta.json marks a finished one)."""
+    """The corpus and the zero-shot datasets in --tokenizer, prepared once (data/<name>/meta.json marks a finished
+    one) -> (the corpus's dataset name, the zero-shot datasets' names)."""
     args, name = CORPORA[rc.corpus]
+    name, tok = dataset_dir_name(name, rc.tokenizer), ["--tokenizer", rc.tokenizer]
     if not os.path.exists(os.path.join(rc.data_root, name, "meta.json")):
         if rc.corpus == "text" and not rc.input:
             sys.exit("error: --corpus text needs --input FILES (quote globs: --input 'corpus/*.txt').")
-        sh([py, "data/prepare.py", *args, *(["--input", *rc.input] if rc.input else []), "--out-dir",
+        sh([py, "data/prepare.py", *args, *(["--input", *rc.input] if rc.input else []), *tok, "--out-dir",
             os.path.join(rc.data_root, name)], rc.dry_run)
-    if "default" in rc.zero_shot and not os.path.exists(os.path.join(rc.data_root, "default", "meta.json")):
-        sh([py, "data/prepare.py", "default", "--out-dir", os.path.join(rc.data_root, "default")], rc.dry_run)
-    return name
+    zero_shot = [dataset_dir_name(z, rc.tokenizer) if z == "default" else z for z in rc.zero_shot]
+    default = dataset_dir_name("default", rc.tokenizer)
+    if default in zero_shot and not os.path.exists(os.path.join(rc.data_root, default, "meta.json")):
+        sh([py, "data/prepare.py", "default", *tok, "--out-dir", os.path.join(rc.data_root, default)], rc.dry_run)
+    return name, zero_shot
 
 
 def main(argv=None):
-    rc = parse(ReproduceConfig, argv, description=__doc__, choices=dict(corpus=tuple(CORPORA), body=tuple(BODIES)))
+    rc = parse(ReproduceConfig, argv, description=__doc__, choices=dict(corpus=tuple(CORPORA), body=tuple(BODIES),
+                                                                       tokenizer=("gpt2", "cl100k_base", "o200k_base")))
     unknown = [a for a in rc.arms if a not in ARMS]
     if unknown:
         sys.exit(f"error: unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}.")
     py, t0 = sys.executable, time.time()
-    dataset = prepare(rc, py)
+    dataset, zero_shot = prepare(rc, py)
     body = BODIES[rc.body] + ([f"--max-iters={rc.steps}"] if rc.steps else [])
     steps = body_steps(body)
     common = [*body, f"--dataset={dataset}", f"--data-root={rc.data_root}", "--eval-iters=16", "--log-interval=50", "--sample-tokens=0",
               *([f"--input-scale={rc.input_scale}"] if rc.input_scale else []), *shlex.split(rc.train_flags)]
-    results = os.path.join(rc.out, rc.corpus, rc.body + (f"_{rc.tag}" if rc.tag else ""))
+    folder = rc.body + ("" if rc.tokenizer == "gpt2" else f"_{rc.tokenizer}") + (f"_{rc.tag}" if rc.tag else "")
+    results = os.path.join(rc.out, rc.corpus, folder)
     runs, timing = [], {}
     order = sorted(rc.arms, key=lambda a: a != "tied")                  # tied first: evaluate.py's baseline
     for seed in sorted(set(rc.seeds) | set(rc.seeds_others)):
@@ -141,7 +152,7 @@ def main(argv=None):
             t1 = time.time()
             sh([py, "train.py", *ARMS[arm], f"--seed={seed}", *common, f"--out-dir={out_dir}", *resume], rc.dry_run)
             timing[os.path.basename(out_dir)] = round(time.time() - t1, 1)
-    cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", dataset, *rc.zero_shot, "--data-root", rc.data_root, "--max-windows",
+    cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root", rc.data_root, "--max-windows",
            str(rc.max_windows), "--json", os.path.join(results, "eval.json"), "--plots", os.path.join(results, "plots"),
            "--summary", os.path.join(results, "summary.md"),
            *(["--tasks", *rc.tasks, "--task-limit", str(rc.task_limit)] if rc.tasks else [])]

@@ -1,0 +1,302 @@
+"""
+Where LEV starts to pay: the tables, figures and fitted trends of experiments/trends.py's runs (docs/results.md
+section 7). Every number comes from a group's eval.json (experiments/reproduce.py's evaluation: the full
+validation split, paired by seed) or, for the gap along training, from the runs' own validation curves (the same
+fixed windows for every arm). The gap of an arm vs tied is the change of validation perplexity, exp(dloss) - 1,
+with dloss the paired difference of mean losses between runs of the same seed.
+
+    python -m experiments.trends report        # -> docs/results/trends.md and trends_{lr,length,size,vocab}.png
+
+Each group's numbers (per run: the validation loss and the validation curve) are also kept in
+docs/results/trends_points.json, which the report updates from out/ and reads back: a later session on a machine
+whose out/ is gone still has every axis that has run.
+"""
+import glob
+import json
+import math
+import os
+import re
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt
+import numpy as np
+import torch
+
+ARMS = ("tied", "untied", "lev")
+LRS = ("5e-4", "1e-3", "2e-3", "4e-3", "8e-3")   # the learning rates the lr axis may have run (2e-3: the main runs)
+BODIES = ("cpu", "ref", "big")                    # experiments/reproduce.py's bodies, from table-heavy to body-heavy
+VOCABS = {"gpt2": 50257, "cl100k_base": 100277, "o200k_base": 200019}
+# The ref body's runs of docs/results.md section 3, as printed by evaluate.py, when out/ no longer holds them.
+SAVED_EVAL = {"ref": os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "results",
+                                  "ref_eval.txt")}
+COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
+
+
+def group(body="cpu", tokenizer="gpt2", tag=""):
+    """experiments/reproduce.py's results folder name (under <out>/text) for these settings."""
+    return body + ("" if tokenizer == "gpt2" else f"_{tokenizer}") + (f"_{tag}" if tag else "")
+
+
+def read_eval_txt(path) -> dict:
+    """{"<emb>_s<seed>": validation loss} from a saved evaluate.py printout (its first run table)."""
+    out = {}
+    with open(path) as f:
+        for line in f:                        # "lev_s1   lev   lev   500  1,024,000  5.0931  162.89  ..."
+            m = re.match(r"(\w+_s\d+)\s+\w+\s+\w+\s+\d+\s+[\d,]+\s+([\d.]+)\s+[\d.]+", line)
+            if m and m[1] not in out:         # the first table: the in-distribution dataset
+                out[m[1]] = float(m[2])
+    return out
+
+
+def collect(out, saved) -> dict:
+    """{group: {"loss": {"<emb>_s<seed>": validation loss}, "curve": {"<emb>_s<seed>": [tokens, val losses]}}}:
+    the saved points, updated from every group under <out>/text that has an eval.json, written back."""
+    points = json.load(open(saved)) if os.path.exists(saved) else {}
+    for name, path in SAVED_EVAL.items():
+        if name not in points and os.path.exists(path):
+            points[name] = dict(loss=read_eval_txt(path), curve={})
+    for path in sorted(glob.glob(os.path.join(out, "text", "*", "eval.json"))):
+        r, d = json.load(open(path)), os.path.dirname(path)
+        ds = next(x for x in r["datasets"] if not x["zero_shot"])
+        p = points[os.path.basename(d)] = dict(loss={}, curve={})
+        for x in r["runs"]:
+            key = f"{x['emb']}_s{x['seed']}"
+            p["loss"][key] = ds["runs"][x["label"]]["loss"]
+            log = os.path.join(x["dir"], "log.jsonl")
+            if os.path.exists(log):
+                ev = {e["tokens"]: e["val_loss"] for e in map(json.loads, open(log)) if e.get("event") == "eval"}
+                p["curve"][key] = [sorted(ev), [ev[t] for t in sorted(ev)]]
+    with open(saved, "w") as f:                     # a group per line: small diffs as groups land
+        f.write("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(points[k])}" for k in sorted(points)) + "\n}\n")
+    return points
+
+
+def losses(points, name) -> dict:
+    """{(emb, seed): validation loss} of a group ({} if it has not run)."""
+    return {(k.rsplit("_s", 1)[0], int(k.rsplit("_s", 1)[1])): v for k, v in points.get(name, {}).get("loss", {}).items()}
+
+
+def gaps(loss: dict, arm: str, base: str = "tied") -> dict:
+    """{seed: dloss} of arm minus base, for the seeds both have run (nats; > 0: arm is worse)."""
+    return {s: loss[(arm, s)] - loss[(base, s)] for (a, s) in loss if a == arm and (base, s) in loss}
+
+
+def pct(dloss) -> float:
+    """A loss difference in nats as a perplexity change in percent."""
+    return 100 * math.expm1(dloss)
+
+
+def mean_sd(values) -> str:
+    v = [pct(x) for x in values]
+    return "-" if not v else f"{np.mean(v):+.1f}%" + (f" (sd {np.std(v, ddof=1):.1f}, n {len(v)})" if len(v) > 1 else " (n 1)")
+
+
+def fit(x, y) -> dict:
+    """Least squares y = a + b x over all points -> a, b, the standard error of b, and where the line reaches
+    y = 0 (None when b is not distinguishable from 0 at 2 standard errors, or points the wrong way)."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.ptp(x) == 0:
+        return None
+    X = np.stack([np.ones_like(x), x], 1)
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ coef
+    cov = resid @ resid / max(1, len(x) - 2) * np.linalg.inv(X.T @ X)
+    a, b, se = coef[0], coef[1], math.sqrt(cov[1, 1])
+    cross = -a / b if abs(b) > max(2 * se, 1e-12) and -a / b > x.max() else None
+    return dict(a=a, b=b, se=se, cross=cross, n=len(x))
+
+
+def input_share(body: str, V: int = 50257) -> dict:
+    """The input table's share of a tied model, and LEV's input map vs the table, at a body and V (meta device)."""
+    from model import GPT
+    from util.presets import PRESETS, gpt_config
+    size = {k: v for k, v in PRESETS[body].items()}
+    with torch.device("meta"):
+        tied = GPT(gpt_config(size, vocab_size=V, emb="tied")).param_breakdown()
+        lev = GPT(gpt_config(size, vocab_size=V, emb="lev")).param_breakdown()
+    return dict(table=tied["input"], tied_total=tied["total"], share=tied["input"] / tied["total"],
+                lev_input=lev["input"], lev_vs_table=lev["input"] / tied["input"])
+
+
+# ------------------------------------------------------------------------------------------------------------
+# The four axes: each returns (markdown lines, figure path or None).
+
+def lr_losses(points) -> tuple:
+    """({arm: {lr: validation loss of seed 1}}, {arm: its best lr}) from the lr axis's groups and the main runs."""
+    table = {arm: {} for arm in ARMS}
+    for lr in LRS:
+        names = [group() if lr == "2e-3" else group(tag=f"lr{lr}")]
+        names += [n for n in points if n.startswith(f"cpu_lr{lr}_")]                 # one arm's extra step
+        for n in names:
+            for (arm, seed), loss in losses(points, n).items():
+                if seed == 1 and arm in table:
+                    table[arm][lr] = loss
+    return table, {arm: min(t, key=t.get) for arm, t in table.items() if t}
+
+
+def axis_lr(points, docs):
+    table, best = lr_losses(points)
+    if not best:
+        return ["Not run yet: `python -m experiments.trends lr --input ...`."], None
+    lrs = [lr for lr in LRS if any(lr in t for t in table.values())]
+    lines = ["Validation perplexity, cpu body, 1.02M tokens, seed 1 (best per arm in bold):", "",
+             "| arm | " + " | ".join(f"lr {lr}" for lr in lrs) + " | best |", "|---" * (len(lrs) + 2) + "|"]
+    for arm, t in table.items():
+        cells = [("-" if lr not in t else (f"**{math.exp(t[lr]):.2f}**" if lr == best[arm] else f"{math.exp(t[lr]):.2f}"))
+                 for lr in lrs]
+        lines.append(f"| {arm} | " + " | ".join(cells) + f" | {best.get(arm, '-')} |")
+    if "tied" in best:
+        lines += ["", "At each arm's own best learning rate (seed 1): " + ", ".join(
+            f"{arm} {pct(table[arm][best[arm]] - table['tied'][best['tied']]):+.1f}% vs tied"
+            for arm in ARMS if arm in best and arm != "tied") + "."]
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for arm, t in table.items():
+        xs = [lr for lr in LRS if lr in t]
+        ax.plot([float(x) for x in xs], [math.exp(t[x]) for x in xs], "o-", color=COLORS[arm], label=arm)
+    ax.set(xscale="log", xlabel="peak learning rate", ylabel="val perplexity (seed 1)",
+           title="Learning rate per arm: cpu body, 1.02M tokens")
+    ax.legend(frameon=False)
+    return lines, save(fig, os.path.join(docs, "trends_lr.png"))
+
+
+def axis_length(points, docs):
+    names = sorted((n for n in points if re.fullmatch(r"cpu_len\d+m", n)), key=lambda n: int(n[7:-1]))
+    if not names:
+        return ["Not run yet: `python -m experiments.trends length --input ...`."], None
+    d = names[-1]                                    # the longest
+    runs = {(k.rsplit("_s", 1)[0], int(k.rsplit("_s", 1)[1])): (np.array(t)[np.array(t) > 0], np.array(v)[np.array(t) > 0])
+            for k, (t, v) in points[d]["curve"].items()}                     # after the first step
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    lines = [f"Runs: `out/reproduce/text/{d}`. The gap from the runs' validation curves (the same fixed windows "
+             "for every arm; eval every 100 steps), paired by seed:", "",
+             "| tokens | " + " | ".join(f"{a} vs tied" for a in ("untied", "lev")) + " | lev vs untied |", "|---|---|---|---|"]
+    step = 102_400                                   # the eval interval's tokens (100 steps x 1,024)
+    marks = [int(round(m * 1_000_000 / step)) * step for m in (1, 2, 4, 8, 16)]
+    marks = [t for t in marks if any(len(tt) and tt[-1] >= t for tt, _ in runs.values())]
+    for (a, s), (t, v) in sorted(runs.items()):
+        if a != "tied" and ("tied", s) in runs:
+            tb, vb = runs[("tied", s)]
+            n = min(len(t), len(tb))
+            ax.plot(t[:n], 100 * np.expm1(v[:n] - vb[:n]), color=COLORS[a], alpha=0.6, lw=1,
+                    label=f"{a} vs tied (per seed)" if s == min(k[1] for k in runs) else None)
+
+    def at(arm, base, tokens):
+        """The paired gaps (nats) of arm vs base at an eval's tokens, one per seed that has both."""
+        vals = []
+        for (a, s), (t, v) in runs.items():
+            if a == arm and (base, s) in runs:
+                tb, vb = runs[(base, s)]
+                i, j = np.searchsorted(t, tokens), np.searchsorted(tb, tokens)
+                if i < len(t) and j < len(tb) and t[i] == tokens == tb[j]:
+                    vals.append(v[i] - vb[j])
+        return vals
+    fits = {}
+    for arm, base in (("lev", "tied"), ("untied", "tied"), ("lev", "untied")):
+        pts = [(math.log10(t), g) for t in marks for g in at(arm, base, t)]
+        fits[(arm, base)] = fit(*zip(*pts)) if pts else None
+    for t in marks:
+        lines.append(f"| {t / 1e6:.2f}M | {mean_sd(at('untied', 'tied', t))} | {mean_sd(at('lev', 'tied', t))} | "
+                     f"{mean_sd(at('lev', 'untied', t))} |")
+    final = losses(points, d)
+    if final:
+        lines += ["", "At the end, on the full validation split (evaluate.py): lev vs tied "
+                  f"{mean_sd(gaps(final, 'lev').values())}, untied vs tied {mean_sd(gaps(final, 'untied').values())}, "
+                  f"lev vs untied {mean_sd(gaps(final, 'lev', 'untied').values())}."]
+    lines += ["", "A straight line through the gap (nats) against log10(tokens), at the tokens of the table, every seed:"]
+    for (arm, base), f in fits.items():
+        lines.append(f"- {arm} vs {base}: " + describe(f, "per tenfold more tokens", lambda x: f"10^{x:.1f} tokens"))
+    main = losses(points, group())
+    if main:
+        g = list(gaps(main, "lev").values())
+        ax.errorbar([1_024_000], [np.mean([pct(x) for x in g])], yerr=[np.std([pct(x) for x in g])], fmt="s",
+                    color="k", ms=4, label="lev vs tied, 1M-token schedule")
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set(xscale="log", xlabel="training tokens", ylabel="val ppl change vs tied (%)",
+           title="The gap along training: cpu body, seeds paired")
+    ax.legend(frameon=False, fontsize=8)
+    return lines, save(fig, os.path.join(docs, "trends_length.png"))
+
+
+def describe(f, unit, where) -> str:
+    """One line on a fit: slope with its standard error and, if the line crosses zero ahead, where."""
+    if f is None:
+        return "too few points for a fit."
+    s = f"slope {f['b']:+.4f} nats {unit} (se {f['se']:.4f}; {f['n']} points)"
+    if f["cross"] is not None:
+        return s + f"; extrapolated, the line would reach zero at about {where(f['cross'])} (an extrapolation, not a result)."
+    return s + "; no crossing of zero ahead is supported (the slope is within 2 se of 0 or points away from 0)."
+
+
+def axis_points(points, docs, key, values, x_of, xlabel, title, name, xlog=False):
+    """A gap-vs-x axis (size or vocabulary): per value, the paired gaps of untied and lev vs tied; a figure."""
+    rows, pts = [], {arm: [] for arm in ("untied", "lev")}
+    for v in values:
+        loss = losses(points, group(**{key: v}))
+        if not loss:
+            continue
+        x, info = x_of(v)
+        g = {arm: gaps(loss, arm) for arm in pts}
+        for arm in pts:
+            pts[arm] += [(x, d) for d in g[arm].values()]
+        rows.append((v, info, g, gaps(loss, "lev", "untied")))
+    if len(rows) < 2:
+        return [f"Not run yet (fewer than two points): `python -m experiments.trends {name} --input ...`."], None
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for arm, p in pts.items():
+        xs, ys = zip(*p)
+        ax.plot(xs, [pct(y) for y in ys], "o", color=COLORS[arm], alpha=0.6, label=f"{arm} vs tied (runs)")
+        means = {x: np.mean([pct(y) for xx, y in p if xx == x]) for x in sorted(set(xs))}
+        ax.plot(list(means), list(means.values()), "-", color=COLORS[arm])
+    ax.axhline(0, color="grey", lw=0.8)
+    ax.set(xlabel=xlabel, ylabel="val ppl change vs tied (%)", title=title, xscale="log" if xlog else "linear")
+    ax.legend(frameon=False, fontsize=8)
+    lines = ["| setting | " + rows[0][1][0] + " | untied vs tied | lev vs tied | lev vs untied |", "|---|---|---|---|---|"]
+    lines += [f"| {v} | {info[1]} | {mean_sd(g['untied'].values())} | {mean_sd(g['lev'].values())} | "
+              f"{mean_sd(gu.values())} |" for v, info, g, gu in rows]
+    f = fit(*zip(*pts["lev"])) if len({x for x, _ in pts["lev"]}) >= 3 else None
+    lines += ["", f"A straight line through lev vs tied (nats) against {xlabel}: " +
+              describe(f, "per unit", lambda x: f"{x:.2f}")]
+    return lines, save(fig, os.path.join(docs, f"trends_{name}.png"))
+
+
+def save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
+def report(out="out/reproduce", docs="docs/results"):
+    """Write <docs>/trends.md and the figures from whatever axes have run (and <docs>/trends_points.json)."""
+    os.makedirs(docs, exist_ok=True)
+    points = collect(out, os.path.join(docs, "trends_points.json"))
+
+    def size_x(body):
+        s = input_share(body)
+        return 1 - s["share"], ("the body's share of tied (the table: of the total)",
+                                f"{100 * (1 - s['share']):.0f}% ({s['table'] / 1e6:.1f}M of {s['tied_total'] / 1e6:.1f}M)")
+
+    def vocab_x(tok):
+        s = input_share("cpu", VOCABS[tok])
+        return VOCABS[tok], ("V; table's share; LEV's input map vs the table",
+                             f"{VOCABS[tok]:,}; {100 * s['share']:.0f}%; {100 * s['lev_vs_table']:.1f}%")
+    parts = [("1. Learning rate, per arm", axis_lr(points, docs)),
+             ("2. Training length", axis_length(points, docs)),
+             ("3. Model size", axis_points(points, docs, "body", BODIES, size_x, "the body's share of a tied model",
+                                           "The gap vs the body's size (GPT-2 vocabulary, 1M tokens)", "size")),
+             ("4. Vocabulary", axis_points(points, docs, "tokenizer", VOCABS, vocab_x, "vocabulary size V",
+                                           "The gap vs the vocabulary (cpu body, 1M tokens)", "vocab", xlog=True))]
+    md = ["# Where LEV starts to pay: the trends", "",
+          "Written by `python -m experiments.trends report` from the runs under out/reproduce (docs/results.md "
+          "section 7 has the commands, wall times and the reading). Gaps are validation perplexity changes, paired "
+          "by seed: mean (sd over seeds, n seeds).", ""]
+    for title, (lines, fig) in parts:
+        md += [f"## {title}", "", *lines, ""] + ([f"![{title}]({os.path.basename(fig)})", ""] if fig else [])
+    path = os.path.join(docs, "trends.md")
+    with open(path, "w") as f:
+        f.write("\n".join(md))
+    print("\n".join(md))
+    print(f"wrote {path}")
+    return path

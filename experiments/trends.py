@@ -1,0 +1,96 @@
+"""
+Where LEV starts to pay: the tied / untied / lev comparison along four axes, each one command, each a set of
+experiments/reproduce.py runs (the equal-footing protocol, seen-count buckets, zero-shot, curves against tokens;
+resumable: finished runs are skipped, unfinished ones resumed), then `report` for the trend section of
+docs/results.md. Run from the project folder, one command at a time (two at once slow each other several-fold).
+
+    python -m experiments.trends lr     --input shakespeare.txt kjv.txt austen.txt    # learning rate, per arm
+    python -m experiments.trends length --input shakespeare.txt kjv.txt austen.txt    # 8M training tokens
+    python -m experiments.trends size   --input shakespeare.txt kjv.txt austen.txt    # the 8 x 512 body
+    python -m experiments.trends vocab  --input shakespeare.txt kjv.txt austen.txt    # o200k_base, cl100k_base
+    python -m experiments.trends report                                               # tables and figures
+
+Wall time on a 2-core CPU with native bf16 (the cpu body's step ~165 ms; without native bf16 roughly 3-4x longer,
+and `length` then defaults to 4M tokens):
+  lr      tied/untied/lev at lr 1e-3 and 4e-3, seed 1 (2e-3 is the main runs' seed 1), plus one more step where an
+          arm's best is at an edge: 6-9 runs of 1M tokens, ~25-35 minutes
+  length  tied/untied/lev, seeds 1-2, 8M tokens each, the cosine schedule over the full length: 6 runs, ~2.5 hours
+  size    the "big" body (8 x 512, context 256; the body about as large as the table), seeds 1-2, 1M tokens: 6 runs
+  vocab   the cpu body on the same text re-tokenised with o200k_base (the paper's) and cl100k_base, seeds 1-2, 1M
+          tokens: 12 runs
+The main comparison (tied/untied/lev, cpu body, GPT-2's vocabulary, 1M tokens, seeds 1-3) is
+`python -m experiments.reproduce --corpus text --input ... --arms tied untied lev --seeds 1 2 3`; its folder
+(out/reproduce/text/cpu) is every axis's reference point.
+"""
+import sys
+from dataclasses import dataclass, field
+
+from analysis import trends
+from experiments import reproduce
+from util import runtime
+from util.cli import parse
+
+ARMS = ["tied", "untied", "lev"]
+EDGE = {"1e-3": "5e-4", "4e-3": "8e-3"}          # the next step beyond an edge of 1e-3 / 2e-3 / 4e-3
+
+
+@dataclass
+class TrendsConfig:
+    axis: str = "report"          # lr, length, size, vocab, or report (the tables and figures of what has run)
+    input: list[str] = field(default_factory=list)  # the corpus's text files (as for experiments/reproduce.py)
+    out: str = "out/reproduce"    # where the runs go (experiments/reproduce.py's --out)
+    data_root: str = "data"       # where prepared datasets go
+    length_tokens: int = 0        # length axis: training tokens per run (0: 8M where bf16 is native, else 4M)
+    docs: str = "docs/results"    # report: where the figures and trends.md go
+    dry_run: bool = False         # print the commands, run nothing
+
+
+def run(tc: TrendsConfig, *extra):
+    """One experiments/reproduce.py invocation on the corpus (tied, untied, lev), resumable."""
+    if not tc.input and not tc.dry_run:
+        sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
+    argv = ["--corpus", "text", "--input", *tc.input, "--arms", *ARMS, "--out", tc.out, "--data-root", tc.data_root,
+            *(["--dry-run"] if tc.dry_run else []), *extra]
+    print("experiments.reproduce " + " ".join(argv), flush=True)
+    reproduce.main(argv)
+
+
+def axis_lr(tc: TrendsConfig):
+    for lr in ("1e-3", "4e-3"):
+        run(tc, "--seeds", "1", "--tag", f"lr{lr}", f"--train-flags=--lr={lr}")
+    if tc.dry_run:
+        return
+    best = trends.lr_losses(tc.out)[1]
+    for arm, lr in best.items():                       # an edge: one more step beyond it, for that arm
+        if lr in EDGE:
+            argv = ["--corpus", "text", "--input", *tc.input, "--arms", arm, "--seeds", "1", "--out", tc.out,
+                    "--data-root", tc.data_root, "--tag", f"lr{EDGE[lr]}_{arm}", f"--train-flags=--lr={EDGE[lr]}"]
+            print("experiments.reproduce " + " ".join(argv), flush=True)
+            reproduce.main(argv)
+
+
+def axis_length(tc: TrendsConfig):
+    tokens = tc.length_tokens or (8_000_000 if runtime.pick_dtype("auto", "cpu")[0] == "bfloat16" else 4_000_000)
+    steps = tokens // 1024                               # the cpu body: 8 x 128 tokens a step
+    run(tc, "--seeds", "1", "2", "--steps", str(steps), "--tag", f"len{tokens // 1_000_000}m")
+
+
+def axis_size(tc: TrendsConfig):
+    run(tc, "--body", "big", "--seeds", "1", "2")
+
+
+def axis_vocab(tc: TrendsConfig):
+    for tok in ("o200k_base", "cl100k_base"):
+        run(tc, "--tokenizer", tok, "--seeds", "1", "2")
+
+
+def main(argv=None):
+    tc = parse(TrendsConfig, argv, description=__doc__, positional=("axis",),
+               choices=dict(axis=("lr", "length", "size", "vocab", "report")))
+    if tc.axis == "report":
+        return trends.report(tc.out, tc.docs)
+    dict(lr=axis_lr, length=axis_length, size=axis_size, vocab=axis_vocab)[tc.axis](tc)
+
+
+if __name__ == "__main__":
+    main()

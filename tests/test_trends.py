@@ -1,0 +1,106 @@
+"""experiments/trends.py's axes (the runs they ask for) and analysis/trends.py's report (on results it writes)."""
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from analysis import trends
+from conftest import ROOT
+from test_reproduce import dry_run, flags
+
+
+def axis_commands(tmp_path, axis, *extra):
+    out = subprocess.run([sys.executable, "-m", "experiments.trends", axis, "--dry-run", "--out", str(tmp_path / "r"),
+                          "--input", "x.txt", *extra], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [flags(line[2:].split()) for line in out.splitlines() if line.startswith("+ ") and " train.py " in line]
+
+
+@pytest.mark.slow
+def test_each_axis_runs_tied_untied_lev_with_its_one_change(tmp_path):
+    lr = axis_commands(tmp_path, "lr")
+    assert sorted((f["emb"], f["lr"]) for f in lr) == sorted((a, r) for a in ("tied", "untied", "lev")
+                                                             for r in ("1e-3", "4e-3"))   # the last --lr wins
+    length = axis_commands(tmp_path, "length", "--length-tokens", "2048000")
+    assert {(f["emb"], f["seed"], f["max-iters"]) for f in length} == \
+        {(a, s, "2000") for a in ("tied", "untied", "lev") for s in ("1", "2")}
+    assert all("/text/cpu_len2m/" in f["out-dir"] for f in length)
+    size = axis_commands(tmp_path, "size")
+    assert {f["preset"] for f in size} == {"big"} and len(size) == 6
+    vocab = axis_commands(tmp_path, "vocab")
+    assert {f["dataset"] for f in vocab} == {"repro_text_o200k_base", "repro_text_cl100k_base"} and len(vocab) == 12
+
+
+@pytest.mark.slow
+def test_reproduce_retokenises_the_corpus_and_the_zero_shot_set(tmp_path):
+    cmds = dry_run(tmp_path, "--tokenizer", "o200k_base", "--arms", "tied", "--seeds", "1")
+    prep = [c for c in cmds if c[1] == "data/prepare.py"]
+    assert all(c[c.index("--tokenizer") + 1] == "o200k_base" for c in prep) and len(prep) == 2
+    ev = next(c for c in cmds if c[1] == "evaluate.py")
+    assert ev[ev.index("--dataset") + 1:ev.index("--dataset") + 3] == ["repro_text_o200k_base", "default_o200k_base"]
+    assert "/text/cpu_o200k_base/" in flags(next(c for c in cmds if c[1] == "train.py"))["out-dir"]
+
+
+def test_fit_matches_numpy_and_crosses_zero_only_when_the_slope_is_clear():
+    rng = np.random.default_rng(0)
+    x = np.repeat(np.log10([1e6, 2e6, 4e6, 8e6]), 2)
+    y = 0.05 - 0.02 * (x - 6) + rng.normal(0, 0.001, x.size)      # shrinking gap: zero near 10^8.5
+    f = trends.fit(x, y)
+    b, a = np.polyfit(x, y, 1)
+    assert math.isclose(f["b"], b, rel_tol=1e-9) and math.isclose(f["a"], a, rel_tol=1e-9)
+    se = math.sqrt(np.sum((y - a - b * x) ** 2) / (x.size - 2) / np.sum((x - x.mean()) ** 2))
+    assert math.isclose(f["se"], se, rel_tol=1e-9)
+    assert f["cross"] == pytest.approx(-a / b) and 8.3 < f["cross"] < 8.7
+    assert trends.fit(x, 0.05 + 0.02 * (x - 6))["cross"] is None                # growing: no crossing ahead
+    assert trends.fit(x, 0.05 + rng.normal(0, 0.05, x.size))["cross"] is None   # noise: no crossing claimed
+    assert trends.fit(x[:2], y[:2]) is None
+
+
+def write_group(out, name, loss, tokens=(102_400, 204_800), curve=None):
+    """A group folder as experiments/reproduce.py leaves it: eval.json and each run's log.jsonl."""
+    d = os.path.join(out, "text", name)
+    runs, ds = [], {}
+    for (emb, seed), value in loss.items():
+        run = os.path.join(d, "runs", f"{emb}_s{seed}")
+        os.makedirs(run)
+        with open(os.path.join(run, "log.jsonl"), "w") as f:
+            for t, v in zip(tokens, (curve or {}).get((emb, seed), [value] * len(tokens))):
+                f.write(json.dumps(dict(event="eval", tokens=t, val_loss=v)) + "\n")
+        runs.append(dict(dir=run, label=f"{emb}_s{seed}", emb=emb, seed=seed))
+        ds[f"{emb}_s{seed}"] = dict(loss=value)
+    json.dump(dict(runs=runs, datasets=[dict(zero_shot=True, runs={}), dict(zero_shot=False, runs=ds)]),
+              open(os.path.join(d, "eval.json"), "w"))
+
+
+def test_report_reads_every_axis_and_keeps_the_points_for_a_later_machine(tmp_path):
+    out, docs = str(tmp_path / "out"), str(tmp_path / "docs")
+    base = {"tied": 5.10, "untied": 5.05, "lev": 5.15}
+    arms = lambda shift, seeds=(1, 2): {(a, s): v + shift + 0.001 * s for a, v in base.items() for s in seeds}
+    write_group(out, "cpu", arms(0.0))
+    write_group(out, "cpu_lr1e-3", {k: v + (0.02 if k[0] != "lev" else -0.01) for k, v in arms(0.0, (1,)).items()})
+    write_group(out, "cpu_lr4e-3", {k: v + 0.03 for k, v in arms(0.0, (1,)).items()})
+    write_group(out, "big", {k: v - (0.04 if k[0] == "lev" else 0.0) for k, v in arms(0.0).items()})
+    write_group(out, "cpu_o200k_base", arms(0.2))
+    toks = [102_400 * i for i in range(1, 81)]
+    gap = {s: [0.05 - 0.01 * math.log10(t / 1e6) for t in toks] for s in (1, 2)}
+    write_group(out, "cpu_len8m", arms(0.0), tokens=toks,
+                curve={**{("tied", s): [5.0] * 80 for s in (1, 2)}, **{("untied", s): [4.99] * 80 for s in (1, 2)},
+                       **{("lev", s): [5.0 + g for g in gap[s]] for s in (1, 2)}})
+    md = open(trends.report(out, docs)).read()
+    ppl = lambda loss: f"{math.exp(loss):.2f}"
+    assert f"| lev | **{ppl(5.141)}** | {ppl(5.151)} | {ppl(5.181)} | 1e-3 |" in md        # seed 1, per lr, best
+    assert f"| tied | {ppl(5.121)} | **{ppl(5.101)}** | {ppl(5.131)} | 2e-3 |" in md
+    assert f"lev {100 * math.expm1(5.141 - 5.101):+.1f}% vs tied" in md      # each arm at its own best lr
+    assert "| big |" in md and "| cpu |" in md and "| o200k_base |" in md and "| gpt2 |" in md
+    at8 = 78 * 102_400                                                          # the eval nearest 8M tokens
+    assert f"| 7.99M | -1.0% (sd 0.0, n 2) | {100 * math.expm1(0.05 - 0.01 * math.log10(at8 / 1e6)):+.1f}% (sd" in md
+    assert "slope -0.0100 nats per tenfold more tokens" in md
+    for name in ("lr", "length", "size", "vocab"):
+        assert os.path.exists(os.path.join(docs, f"trends_{name}.png"))
+    # a fresh machine: out/ is gone, the saved points give the same report
+    saved = open(os.path.join(docs, "trends.md")).read()
+    os.rename(out, out + "_gone")
+    assert open(trends.report(out, docs)).read() == saved
