@@ -156,14 +156,29 @@ def main(argv=None):
            str(rc.max_windows), "--json", os.path.join(results, "eval.json"), "--plots", os.path.join(results, "plots"),
            "--summary", os.path.join(results, "summary.md"),
            *(["--tasks", *rc.tasks, "--task-limit", str(rc.task_limit)] if rc.tasks else [])]
+    timing_path = os.path.join(results, "timing.json")
+    before = json.load(open(timing_path)) if os.path.exists(timing_path) else {}
+    if not timing and evaluated(results, runs, before, cmd):
+        print(f"{results}: every run finished and evaluated with these settings; nothing to do "
+              "(delete its eval.json to evaluate again).")
+        return
     out = sh(cmd, rc.dry_run, capture=True)
     if not rc.dry_run:
         print(out)
         with open(os.path.join(results, "eval.txt"), "w") as f:
             f.write(out)
-        with open(os.path.join(results, "timing.json"), "w") as f:
-            json.dump(dict(runs_s=timing, total_s=round(time.time() - t0, 1), command=" ".join(sys.argv)), f, indent=1)
+        with open(timing_path, "w") as f:                     # runs trained by earlier invocations keep their times
+            json.dump(dict(runs_s={**before.get("runs_s", {}), **timing}, total_s=round(time.time() - t0, 1),
+                           command=" ".join(sys.argv), evaluate=cmd[1:]), f, indent=1)
         print(f"results in {results} (summary.md, eval.txt, plots/); {time.time() - t0:.0f} s in this invocation")
+
+
+def evaluated(results, runs, timing, cmd):
+    """Whether results/eval.json came from this evaluate.py command and is newer than every run's log."""
+    path = os.path.join(results, "eval.json")
+    if timing.get("evaluate") != cmd[1:] or not os.path.exists(path):
+        return False
+    return all(os.path.getmtime(os.path.join(r, "log.jsonl")) < os.path.getmtime(path) for r in runs)
 
 
 if __name__ == "__main__":

@@ -22,6 +22,7 @@ The main comparison (tied/untied/lev, cpu body, GPT-2's vocabulary, 1M tokens, s
 `python -m experiments.reproduce --corpus text --input ... --arms tied untied lev --seeds 1 2 3`; its folder
 (out/reproduce/text/cpu) is every axis's reference point.
 """
+import os
 import sys
 from dataclasses import dataclass, field
 
@@ -60,7 +61,7 @@ def axis_lr(tc: TrendsConfig):
         run(tc, "--seeds", "1", "--tag", f"lr{lr}", f"--train-flags=--lr={lr}")
     if tc.dry_run:
         return
-    best = trends.lr_losses(tc.out)[1]
+    best = trends.lr_losses(trends.collect(tc.out, os.path.join(tc.docs, "trends_points.json")))[1]
     for arm, lr in best.items():                       # an edge: one more step beyond it, for that arm
         if lr in EDGE:
             argv = ["--corpus", "text", "--input", *tc.input, "--arms", arm, "--seeds", "1", "--out", tc.out,

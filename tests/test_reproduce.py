@@ -1,4 +1,5 @@
 """experiments/reproduce.py: every arm and seed on the same tokens and body, then evaluate.py."""
+import json
 import os
 import shlex
 import subprocess
@@ -73,5 +74,12 @@ def test_a_tiny_reproduction_end_to_end(tmp_path):
     for name in ("eval.json", "eval.txt", "summary.md", "timing.json", "plots/buckets.png", "plots/curves.png"):
         assert (results / name).exists(), name
     assert "| lev |" in (results / "summary.md").read_text()
+    timing = json.loads((results / "timing.json").read_text())
+    assert set(timing["runs_s"]) == {"tied_s1", "lev_s1"}
     again = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert again.returncode == 0 and "train.py" not in again.stdout            # resumable: nothing to redo
+    assert "nothing to do" in again.stdout and "evaluate.py" not in again.stdout
+    os.remove(results / "eval.json")                                           # the evaluation alone again,
+    third = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)   # with the runs' times kept
+    assert third.returncode == 0 and "train.py" not in third.stdout and "evaluate.py" in third.stdout
+    assert json.loads((results / "timing.json").read_text())["runs_s"] == timing["runs_s"]
