@@ -157,6 +157,8 @@ def axis_lr(points, docs):
         ax.plot([float(x) for x in xs], [math.exp(t[x]) for x in xs], "o-", color=COLORS[arm], label=arm)
     ax.set(xscale="log", xlabel="peak learning rate", ylabel="val perplexity (seed 1)",
            title="Learning rate per arm: cpu body, 1.02M tokens")
+    ax.minorticks_off()
+    ax.set_xticks([float(lr) for lr in lrs], lrs)
     ax.legend(frameon=False)
     return lines, save(fig, os.path.join(docs, "trends_lr.png"))
 
