@@ -10,14 +10,15 @@ docs/results.md. Run from the project folder, one command at a time (two at once
     python -m experiments.trends vocab  --input shakespeare.txt kjv.txt austen.txt    # o200k_base, cl100k_base
     python -m experiments.trends report                                               # tables and figures
 
-Wall time on a 2-core CPU with native bf16 (the cpu body's step ~165 ms; without native bf16 roughly 3-4x longer,
-and `length` then defaults to 4M tokens):
-  lr      tied/untied/lev at lr 1e-3 and 4e-3, seed 1 (2e-3 is the main runs' seed 1), plus one more step where an
-          arm's best is at an edge: 6-9 runs of 1M tokens, ~25-35 minutes
+Wall time on a 2-core CPU with native bf16 (docs/results.md section 7 has the measured figures; without native
+bf16 expect 2-3x longer, and `length` then defaults to 4M tokens):
+  lr      tied/untied/lev at 1e-3 and 4e-3, seed 1 (2e-3 is the main runs' seed 1), plus one more step where an
+          arm's best is at an edge, then seeds 2-3 of all three at any arm's best other than 2e-3: 6-15 runs of 1M
+          tokens at ~3 minutes each, ~1 hour
   length  tied/untied/lev, seeds 1-2, 8M tokens each, the cosine schedule over the full length: 6 runs, ~2.5 hours
   size    the "big" body (8 x 512, context 256; the body about as large as the table), seeds 1-2, 1M tokens: 6 runs
   vocab   the cpu body on the same text re-tokenised with o200k_base (the paper's) and cl100k_base, seeds 1-2, 1M
-          tokens: 12 runs
+          tokens: 12 runs, ~10 minutes each at o200k_base
 The main comparison (tied/untied/lev, cpu body, GPT-2's vocabulary, 1M tokens, seeds 1-3) is
 `python -m experiments.reproduce --corpus text --input ... --arms tied untied lev --seeds 1 2 3`; its folder
 (out/reproduce/text/cpu) is every axis's reference point.
@@ -68,6 +69,9 @@ def axis_lr(tc: TrendsConfig):
                     "--data-root", tc.data_root, "--tag", f"lr{EDGE[lr]}_{arm}", f"--train-flags=--lr={EDGE[lr]}"]
             print("experiments.reproduce " + " ".join(argv), flush=True)
             reproduce.main(argv)
+    best = trends.lr_losses(trends.collect(tc.out, os.path.join(tc.docs, "trends_points.json")))[1]
+    for lr in sorted(set(best.values()) & {"1e-3", "4e-3"}):   # the main comparison again at a best lr: 3 seeds
+        run(tc, "--seeds", "1", "2", "3", "--tag", f"lr{lr}", f"--train-flags=--lr={lr}")
 
 
 def axis_length(tc: TrendsConfig):
