@@ -232,8 +232,9 @@ def describe(f, unit, where) -> str:
 
 
 def axis_points(points, docs, key, values, x_of, xlabel, title, name, xlog=False):
-    """A gap-vs-x axis (size or vocabulary): per value, the paired gaps of untied and lev vs tied; a figure."""
-    rows, pts = [], {arm: [] for arm in ("untied", "lev")}
+    """A gap-vs-x axis (size or vocabulary): per value, the paired gaps of untied and lev vs tied; a figure; a line
+    through lev vs tied against x (xlog: against log2 x, a slope per doubling)."""
+    rows, pts, ticks = [], {arm: [] for arm in ("untied", "lev")}, {}
     for v in values:
         loss = losses(points, group(**{key: v}))
         if not loss:
@@ -243,6 +244,7 @@ def axis_points(points, docs, key, values, x_of, xlabel, title, name, xlog=False
         for arm in pts:
             pts[arm] += [(x, d) for d in g[arm].values()]
         rows.append((v, info, g, gaps(loss, "lev", "untied")))
+        ticks[x] = v
     if len(rows) < 2:
         return [f"Not run yet (fewer than two points): `python -m experiments.trends {name} --input ...`."], None
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
@@ -253,13 +255,17 @@ def axis_points(points, docs, key, values, x_of, xlabel, title, name, xlog=False
         ax.plot(list(means), list(means.values()), "-", color=COLORS[arm])
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xlabel=xlabel, ylabel="val ppl change vs tied (%)", title=title, xscale="log" if xlog else "linear")
+    ax.minorticks_off()
+    ax.set_xticks(list(ticks), [f"{v}\n{x:,.0f}" for x, v in ticks.items()])
     ax.legend(frameon=False, fontsize=8)
     lines = ["| setting | " + rows[0][1][0] + " | untied vs tied | lev vs tied | lev vs untied |", "|---|---|---|---|---|"]
     lines += [f"| {v} | {info[1]} | {mean_sd(g['untied'].values())} | {mean_sd(g['lev'].values())} | "
               f"{mean_sd(gu.values())} |" for v, info, g, gu in rows]
-    f = fit(*zip(*pts["lev"])) if len({x for x, _ in pts["lev"]}) >= 3 else None
-    lines += ["", f"A straight line through lev vs tied (nats) against {xlabel}: " +
-              describe(f, "per unit", lambda x: f"{x:.2f}")]
+    xs, ys = zip(*pts["lev"])
+    f = fit([math.log2(x) if xlog else x for x in xs], ys) if len(set(xs)) >= 3 else None
+    lines += ["", f"A straight line through lev vs tied (nats) against {'log2 ' if xlog else ''}{xlabel}, every run: " +
+              describe(f, "per doubling" if xlog else "per point", (lambda x: f"{2 ** x:,.0f}") if xlog else
+                       (lambda x: f"{x:.0f}%"))]
     return lines, save(fig, os.path.join(docs, f"trends_{name}.png"))
 
 
@@ -277,7 +283,7 @@ def report(out="out/reproduce", docs="docs/results"):
 
     def size_x(body):
         s = input_share(body)
-        return 1 - s["share"], ("the body's share of tied (the table: of the total)",
+        return 100 * (1 - s["share"]), ("the body's share of tied (the table: of the total)",
                                 f"{100 * (1 - s['share']):.0f}% ({s['table'] / 1e6:.1f}M of {s['tied_total'] / 1e6:.1f}M)")
 
     def vocab_x(tok):
@@ -286,7 +292,7 @@ def report(out="out/reproduce", docs="docs/results"):
                              f"{VOCABS[tok]:,}; {100 * s['share']:.0f}%; {100 * s['lev_vs_table']:.1f}%")
     parts = [("1. Learning rate, per arm", axis_lr(points, docs)),
              ("2. Training length", axis_length(points, docs)),
-             ("3. Model size", axis_points(points, docs, "body", BODIES, size_x, "the body's share of a tied model",
+             ("3. Model size", axis_points(points, docs, "body", BODIES, size_x, "the body's share of a tied model (%)",
                                            "The gap vs the body's size (GPT-2 vocabulary, 1M tokens)", "size")),
              ("4. Vocabulary", axis_points(points, docs, "tokenizer", VOCABS, vocab_x, "vocabulary size V",
                                            "The gap vs the vocabulary (cpu body, 1M tokens)", "vocab", xlog=True))]
