@@ -399,9 +399,9 @@ def step_flops(cfg: GPTConfig, B: int) -> float:
         return GPT(cfg).flops_per_token() * B * cfg.block_size
 
 
-def section_dtype(a: BenchConfig, argv, warm, peaks: dict) -> dict:
+def section_dtype(a: BenchConfig, argv, warm) -> dict:
     """tied and lev x --variants of (a)-(e) at each config; one round-robin per config (its variants in turns).
-    GFLOP/s: the step's FLOPs over its median time, next to the matmul rate measured in this run (peaks)."""
+    GFLOP/s: the step's FLOPs over its median time (main sets it against this run's matmul rate: of_peak)."""
     res = {}
     for name, (cfg, B) in dtype_configs(a).items():
         fns = {f"{arm} {v}": dtype_variant(a, cfg, B, arm, v)[0] for arm in ("tied", "lev") for v in DTYPE_HEAD
@@ -415,7 +415,6 @@ def section_dtype(a: BenchConfig, argv, warm, peaks: dict) -> dict:
             rows[k] = dict(arm=arm, variant=v, dtype=DTYPE_HEAD[v][0], head=DTYPE_HEAD[v][1], rows=DTYPE_HEAD[v][2],
                            ms=1e3 * statistics.median(t[k]), times_ms=[1e3 * s for s in t[k]],
                            gflops=flops / statistics.median(t[k]) / 1e9,
-                           of_peak=flops / statistics.median(t[k]) / peaks[DTYPE_HEAD[v][0]],
                            vs_a=paired(t, f"{arm} (a) fp32+plain", k), lev_vs_tied=paired(t, f"tied {v}", f"lev {v}"),
                            peak_mb=measure_memory(argv, f"dtype:{name}:{arm}:{v}") if a.memory != "none" else None)
         res[name] = dict(n_layer=cfg.n_layer, n_embd=cfg.n_embd, n_head=cfg.n_head, block_size=cfg.block_size,
@@ -443,12 +442,12 @@ def head_variant(a: BenchConfig, N: int, D: int, V: int, dtype: str, kind: str):
     return run
 
 
-def section_head(a: BenchConfig, warm, peaks: dict) -> dict:
-    """The output head alone at the quick start's N and D, at every V: plain vs chunked, float32 and (where bf16 is
-    native) bf16; GFLOP/s = 3 matmuls of 2 N V D FLOPs over the median time, next to this run's matmul rate."""
+def section_head(a: BenchConfig, warm, dtypes) -> dict:
+    """The output head alone at the quick start's N and D, at every V: plain vs chunked, in each of dtypes (float32
+    and, where native, bf16); GFLOP/s = 3 matmuls of 2 N V D FLOPs over the median time."""
     cfg, B = next(iter(dtype_configs(a).values()))
     N, D = B * cfg.block_size, cfg.n_embd
-    kinds = [k for k, (dt, _) in HEAD_VARIANTS.items() if dt in peaks]
+    kinds = [k for k, (dt, _) in HEAD_VARIANTS.items() if dt in dtypes]
     res = {}
     for V in vocab_sizes(a):
         t = round_robin({k: head_variant(a, N, D, V, *HEAD_VARIANTS[k]) for k in kinds}, a.reps, warm, a.device,
@@ -456,7 +455,7 @@ def section_head(a: BenchConfig, warm, peaks: dict) -> dict:
         flops = 6 * N * V * D
         res[str(V)] = dict(N=N, D=D, V=V, variants={k: dict(
             dtype=HEAD_VARIANTS[k][0], ms=1e3 * statistics.median(t[k]), gflops=flops / statistics.median(t[k]) / 1e9,
-            of_peak=flops / statistics.median(t[k]) / peaks[HEAD_VARIANTS[k][0]], vs_plain_fp32=paired(t, "plain fp32", k))
+            vs_plain_fp32=paired(t, "plain fp32", k))
             for k in kinds})
     return res
 
@@ -543,14 +542,14 @@ def main(argv=None):
             dtypes = {DTYPE_HEAD[v][0] for v in DTYPE_HEAD if v[1] in a.listed("variants")}
             peaks = res["peak_flops_by_dtype"] = {dt: peak_flops(a.device, dt, a.tiny) for dt in sorted(dtypes)}
         if "dtype" in a.listed("sections"):
-            res["dtype"] = section_dtype(a, argv, warm, peaks)
+            res["dtype"] = section_dtype(a, argv, warm)
             if a.memory != "none" and a.quickstart_iters:
                 res["quickstart_rss"] = {k: quickstart_rss(a, f) for k, f in
                                          (("(a) fp32+plain", ["--dtype=float32", "--head=plain"]), ("defaults", []))}
         if "head" in a.listed("sections"):
-            res["head"] = section_head(a, warm, peaks)
-        if {"dtype", "head"} & set(a.listed("sections")):    # measured again: the better of the two rates
-            for dt in peaks:
+            res["head"] = section_head(a, warm, peaks)     # its dtypes: those the rates were measured for
+        if {"dtype", "head"} & set(a.listed("sections")):    # measured again: the better of the two rates, which
+            for dt in peaks:                                  # the GFLOP/s of both sections are set against
                 peaks[dt] = max(peaks[dt], peak_flops(a.device, dt, a.tiny))
             for sec in (res.get("dtype", {}), res.get("head", {})):
                 for c in sec.values():

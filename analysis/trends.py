@@ -24,6 +24,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
+from analysis.plots import save
+from experiments.reproduce import results_name as group
+
 ARMS = ("tied", "untied", "lev")
 LRS = ("5e-4", "1e-3", "2e-3", "4e-3", "8e-3")   # the learning rates the lr axis may have run (2e-3: the main runs)
 BODIES = ("cpu", "ref", "big")                    # experiments/reproduce.py's bodies, from table-heavy to body-heavy
@@ -32,11 +35,6 @@ VOCABS = {"gpt2": 50257, "cl100k_base": 100277, "o200k_base": 200019}
 SAVED_EVAL = {"ref": os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "results",
                                   "ref_eval.txt")}
 COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
-
-
-def group(body="cpu", tokenizer="gpt2", tag=""):
-    """experiments/reproduce.py's results folder name (under <out>/text) for these settings."""
-    return body + ("" if tokenizer == "gpt2" else f"_{tokenizer}") + (f"_{tag}" if tag else "")
 
 
 def read_eval_txt(path) -> dict:
@@ -73,9 +71,15 @@ def collect(out, saved) -> dict:
     return points
 
 
+def run_key(key: str) -> tuple:
+    """"<emb>_s<seed>" -> (emb, seed)."""
+    emb, seed = key.rsplit("_s", 1)
+    return emb, int(seed)
+
+
 def losses(points, name) -> dict:
     """{(emb, seed): validation loss} of a group ({} if it has not run)."""
-    return {(k.rsplit("_s", 1)[0], int(k.rsplit("_s", 1)[1])): v for k, v in points.get(name, {}).get("loss", {}).items()}
+    return {run_key(k): v for k, v in points.get(name, {}).get("loss", {}).items()}
 
 
 def gaps(loss: dict, arm: str, base: str = "tied") -> dict:
@@ -112,10 +116,9 @@ def input_share(body: str, V: int = 50257) -> dict:
     """The input table's share of a tied model, and LEV's input map vs the table, at a body and V (meta device)."""
     from model import GPT
     from util.presets import PRESETS, gpt_config
-    size = {k: v for k, v in PRESETS[body].items()}
     with torch.device("meta"):
-        tied = GPT(gpt_config(size, vocab_size=V, emb="tied")).param_breakdown()
-        lev = GPT(gpt_config(size, vocab_size=V, emb="lev")).param_breakdown()
+        tied = GPT(gpt_config(PRESETS[body], vocab_size=V, emb="tied")).param_breakdown()
+        lev = GPT(gpt_config(PRESETS[body], vocab_size=V, emb="lev")).param_breakdown()
     return dict(table=tied["input"], tied_total=tied["total"], share=tied["input"] / tied["total"],
                 lev_input=lev["input"], lev_vs_table=lev["input"] / tied["input"])
 
@@ -168,8 +171,8 @@ def axis_length(points, docs):
     if not names:
         return ["Not run yet: `python -m experiments.trends length --input ...`."], None
     d = names[-1]                                    # the longest
-    runs = {(k.rsplit("_s", 1)[0], int(k.rsplit("_s", 1)[1])): (np.array(t)[np.array(t) > 0], np.array(v)[np.array(t) > 0])
-            for k, (t, v) in points[d]["curve"].items()}                     # after the first step
+    runs = {run_key(k): (np.array(t)[np.array(t) > 0], np.array(v)[np.array(t) > 0])   # after the first step
+            for k, (t, v) in points[d]["curve"].items()}
     fig, ax = plt.subplots(figsize=(6, 3.8))
     lines = [f"Runs: `out/reproduce/text/{d}`. The gap from the runs' validation curves (the same fixed windows "
              "for every arm; eval every 100 steps), paired by seed:", "",
@@ -267,13 +270,6 @@ def axis_points(points, docs, key, values, x_of, xlabel, title, name, xlog=False
               describe(f, "per doubling" if xlog else "per point", (lambda x: f"{2 ** x:,.0f}") if xlog else
                        (lambda x: f"{x:.0f}%"))]
     return lines, save(fig, os.path.join(docs, f"trends_{name}.png"))
-
-
-def save(fig, path):
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return path
 
 
 def report(out="out/reproduce", docs="docs/results"):

@@ -107,6 +107,11 @@ def finished(out_dir, steps):
         return any(e.get("event") == "eval" and e.get("step") == steps for e in map(json.loads, f))
 
 
+def results_name(body="cpu", tokenizer="gpt2", tag=""):
+    """A group's results folder (under <out>/<corpus>): the body, then the tokenizer unless gpt2, then the tag."""
+    return body + ("" if tokenizer == "gpt2" else f"_{tokenizer}") + (f"_{tag}" if tag else "")
+
+
 def prepare(rc: ReproduceConfig, py):
     """The corpus and the zero-shot datasets in --tokenizer, prepared once (data/<name>/meta.json marks a finished
     one) -> (the corpus's dataset name, the zero-shot datasets' names)."""
@@ -136,8 +141,7 @@ def main(argv=None):
     steps = body_steps(body)
     common = [*body, f"--dataset={dataset}", f"--data-root={rc.data_root}", "--eval-iters=16", "--log-interval=50", "--sample-tokens=0",
               *([f"--input-scale={rc.input_scale}"] if rc.input_scale else []), *shlex.split(rc.train_flags)]
-    folder = rc.body + ("" if rc.tokenizer == "gpt2" else f"_{rc.tokenizer}") + (f"_{rc.tag}" if rc.tag else "")
-    results = os.path.join(rc.out, rc.corpus, folder)
+    results = os.path.join(rc.out, rc.corpus, results_name(rc.body, rc.tokenizer, rc.tag))
     runs, timing = [], {}
     order = sorted(rc.arms, key=lambda a: a != "tied")                  # tied first: evaluate.py's baseline
     for seed in sorted(set(rc.seeds) | set(rc.seeds_others)):

@@ -32,7 +32,7 @@ from experiments import reproduce
 from util import runtime
 from util.cli import parse
 
-ARMS = ["tied", "untied", "lev"]
+ARMS = list(trends.ARMS)
 EDGE = {"1e-3": "5e-4", "4e-3": "8e-3"}          # the next step beyond an edge of 1e-3 / 2e-3 / 4e-3
 
 
@@ -47,11 +47,11 @@ class TrendsConfig:
     dry_run: bool = False         # print the commands, run nothing
 
 
-def run(tc: TrendsConfig, *extra):
-    """One experiments/reproduce.py invocation on the corpus (tied, untied, lev), resumable."""
+def run(tc: TrendsConfig, *extra, arms=ARMS):
+    """One experiments/reproduce.py invocation on the corpus (by default tied, untied, lev), resumable."""
     if not tc.input and not tc.dry_run:
         sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
-    argv = ["--corpus", "text", "--input", *tc.input, "--arms", *ARMS, "--out", tc.out, "--data-root", tc.data_root,
+    argv = ["--corpus", "text", "--input", *tc.input, "--arms", *arms, "--out", tc.out, "--data-root", tc.data_root,
             *(["--dry-run"] if tc.dry_run else []), *extra]
     print("experiments.reproduce " + " ".join(argv), flush=True)
     reproduce.main(argv)
@@ -65,10 +65,7 @@ def axis_lr(tc: TrendsConfig):
     best = trends.lr_losses(trends.collect(tc.out, os.path.join(tc.docs, "trends_points.json")))[1]
     for arm, lr in best.items():                       # an edge: one more step beyond it, for that arm
         if lr in EDGE:
-            argv = ["--corpus", "text", "--input", *tc.input, "--arms", arm, "--seeds", "1", "--out", tc.out,
-                    "--data-root", tc.data_root, "--tag", f"lr{EDGE[lr]}_{arm}", f"--train-flags=--lr={EDGE[lr]}"]
-            print("experiments.reproduce " + " ".join(argv), flush=True)
-            reproduce.main(argv)
+            run(tc, "--seeds", "1", "--tag", f"lr{EDGE[lr]}_{arm}", f"--train-flags=--lr={EDGE[lr]}", arms=[arm])
     best = trends.lr_losses(trends.collect(tc.out, os.path.join(tc.docs, "trends_points.json")))[1]
     for lr in sorted(set(best.values()) & {"1e-3", "4e-3"}):   # the main comparison again at a best lr: 3 seeds
         run(tc, "--seeds", "1", "2", "3", "--tag", f"lr{lr}", f"--train-flags=--lr={lr}")

@@ -36,7 +36,8 @@ def test_each_axis_runs_tied_untied_lev_with_its_one_change(tmp_path):
 
 @pytest.mark.slow
 def test_reproduce_retokenises_the_corpus_and_the_zero_shot_set(tmp_path):
-    cmds = dry_run(tmp_path, "--tokenizer", "o200k_base", "--arms", "tied", "--seeds", "1")
+    cmds = dry_run(tmp_path, "--tokenizer", "o200k_base", "--arms", "tied", "--seeds", "1",
+                   "--data-root", str(tmp_path / "data"))                       # nothing prepared there yet
     prep = [c for c in cmds if c[1] == "data/prepare.py"]
     assert all(c[c.index("--tokenizer") + 1] == "o200k_base" for c in prep) and len(prep) == 2
     ev = next(c for c in cmds if c[1] == "evaluate.py")
