@@ -177,8 +177,7 @@ def axis_length(points, docs):
     lines = [f"Runs: `out/reproduce/text/{d}`. The gap from the runs' validation curves (the same fixed windows "
              "for every arm; eval every 100 steps), paired by seed:", "",
              "| tokens | " + " | ".join(f"{a} vs tied" for a in ("untied", "lev")) + " | lev vs untied |", "|---|---|---|---|"]
-    step = 102_400                                   # the eval interval's tokens (100 steps x 1,024)
-    marks = [int(round(m * 1_000_000 / step)) * step for m in (1, 2, 4, 8, 16)]
+    marks = [m * 1_024_000 for m in (1, 2, 4, 8, 16)]  # 1x, 2x, ... the main runs' length: evals (every 102,400)
     marks = [t for t in marks if any(len(tt) and tt[-1] >= t for tt, _ in runs.values())]
     for (a, s), (t, v) in sorted(runs.items()):
         if a != "tied" and ("tied", s) in runs:

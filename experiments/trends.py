@@ -5,17 +5,18 @@ resumable: finished runs are skipped, unfinished ones resumed), then `report` fo
 docs/results.md. Run from the project folder, one command at a time (two at once slow each other several-fold).
 
     python -m experiments.trends lr     --input shakespeare.txt kjv.txt austen.txt    # learning rate, per arm
-    python -m experiments.trends length --input shakespeare.txt kjv.txt austen.txt    # 8M training tokens
+    python -m experiments.trends length --input shakespeare.txt kjv.txt austen.txt    # 8.2M training tokens
     python -m experiments.trends size   --input shakespeare.txt kjv.txt austen.txt    # the 8 x 512 body
     python -m experiments.trends vocab  --input shakespeare.txt kjv.txt austen.txt    # o200k_base, cl100k_base
     python -m experiments.trends report                                               # tables and figures
 
 Wall time on a 2-core CPU with native bf16 (docs/results.md section 7 has the measured figures; without native
-bf16 expect 2-3x longer, and `length` then defaults to 4M tokens):
+bf16 expect 2-3x longer, and `length` then defaults to 4.1M tokens):
   lr      tied/untied/lev at 1e-3 and 4e-3, seed 1 (2e-3 is the main runs' seed 1), plus one more step where an
           arm's best is at an edge, then seeds 2-3 of all three at any arm's best other than 2e-3: 6-15 runs of 1M
           tokens at ~3 minutes each, ~1 hour
-  length  tied/untied/lev, seeds 1-2, 8M tokens each, the cosine schedule over the full length: 6 runs, ~2.5 hours
+  length  tied/untied/lev, seeds 1-2, 8.19M tokens each (8x the main runs' 1,000 steps), the cosine schedule over the
+          full length: 6 runs of ~22 minutes, ~2.5 hours with the evaluation
   size    the "big" body (8 x 512, context 256; the body about as large as the table), seeds 1-2, 1M tokens: 6 runs
   vocab   the cpu body on the same text re-tokenised with o200k_base (the paper's) and cl100k_base, seeds 1-2, 1M
           tokens: 12 runs, ~10 minutes each at o200k_base
@@ -42,7 +43,8 @@ class TrendsConfig:
     input: list[str] = field(default_factory=list)  # the corpus's text files (as for experiments/reproduce.py)
     out: str = "out/reproduce"    # where the runs go (experiments/reproduce.py's --out)
     data_root: str = "data"       # where prepared datasets go
-    length_tokens: int = 0        # length axis: training tokens per run (0: 8M where bf16 is native, else 4M)
+    length_tokens: int = 0        # length axis: training tokens per run, rounded up to whole steps of 1,024 (0: 8 x
+                                  # the main runs' 1,024,000 where bf16 is native, else 4 x)
     docs: str = "docs/results"    # report: where the figures and trends.md go
     dry_run: bool = False         # print the commands, run nothing
 
@@ -72,8 +74,8 @@ def axis_lr(tc: TrendsConfig):
 
 
 def axis_length(tc: TrendsConfig):
-    tokens = tc.length_tokens or (8_000_000 if runtime.pick_dtype("auto", "cpu")[0] == "bfloat16" else 4_000_000)
-    steps = tokens // 1024                               # the cpu body: 8 x 128 tokens a step
+    tokens = tc.length_tokens or (8 if runtime.pick_dtype("auto", "cpu")[0] == "bfloat16" else 4) * 1_024_000
+    steps = -(-tokens // 1024)                           # the cpu body: 8 x 128 tokens a step
     run(tc, "--seeds", "1", "2", "--steps", str(steps), "--tag", f"len{tokens // 1_000_000}m")
 
 

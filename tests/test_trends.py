@@ -11,6 +11,7 @@ import pytest
 from analysis import trends
 from conftest import ROOT
 from test_reproduce import dry_run, flags
+from util import runtime
 
 
 def axis_commands(tmp_path, axis, *extra):
@@ -28,6 +29,8 @@ def test_each_axis_runs_tied_untied_lev_with_its_one_change(tmp_path):
     assert {(f["emb"], f["seed"], f["max-iters"]) for f in length} == \
         {(a, s, "2000") for a in ("tied", "untied", "lev") for s in ("1", "2")}
     assert all("/text/cpu_len2m/" in f["out-dir"] for f in length)
+    native = runtime.pick_dtype("auto", "cpu")[0] == "bfloat16"                # default: 8x (4x) the main runs' steps
+    assert {f["max-iters"] for f in axis_commands(tmp_path, "length")} == {"8000" if native else "4000"}
     size = axis_commands(tmp_path, "size")
     assert {f["preset"] for f in size} == {"big"} and len(size) == 6
     vocab = axis_commands(tmp_path, "vocab")
@@ -96,8 +99,8 @@ def test_report_reads_every_axis_and_keeps_the_points_for_a_later_machine(tmp_pa
     assert f"| tied | {ppl(5.121)} | **{ppl(5.101)}** | {ppl(5.131)} | 2e-3 |" in md
     assert f"lev {100 * math.expm1(5.141 - 5.101):+.1f}% vs tied" in md      # each arm at its own best lr
     assert "| big |" in md and "| cpu |" in md and "| o200k_base |" in md and "| gpt2 |" in md
-    at8 = 78 * 102_400                                                          # the eval nearest 8M tokens
-    assert f"| 7.99M | -1.0% (sd 0.0, n 2) | {100 * math.expm1(0.05 - 0.01 * math.log10(at8 / 1e6)):+.1f}% (sd" in md
+    at8 = 80 * 102_400                                                          # 8x the main runs' tokens
+    assert f"| 8.19M | -1.0% (sd 0.0, n 2) | {100 * math.expm1(0.05 - 0.01 * math.log10(at8 / 1e6)):+.1f}% (sd" in md
     assert "slope -0.0100 nats per tenfold more tokens" in md
     for name in ("lr", "length", "size", "vocab"):
         assert os.path.exists(os.path.join(docs, f"trends_{name}.png"))
