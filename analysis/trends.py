@@ -25,7 +25,9 @@ import numpy as np
 import torch
 
 from analysis.plots import save
+from experiments import reproduce
 from experiments.reproduce import results_name as group
+from util.presets import PRESETS
 
 ARMS = ("tied", "untied", "lev")
 LRS = ("5e-4", "1e-3", "2e-3", "4e-3", "8e-3")   # the learning rates the lr axis may have run (2e-3: the main runs)
@@ -35,6 +37,8 @@ VOCABS = {"gpt2": 50257, "cl100k_base": 100277, "o200k_base": 200019}
 SAVED_EVAL = {"ref": os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "results",
                                   "ref_eval.txt")}
 COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
+STEP_TOKENS = PRESETS["cpu"]["batch_size"] * PRESETS["cpu"]["block_size"]   # the cpu body: 8 x 128 tokens a step
+MAIN_TOKENS = reproduce.body_steps(reproduce.BODIES["cpu"]) * STEP_TOKENS  # the main runs: 1,000 steps, 1,024,000
 
 
 def read_eval_txt(path) -> dict:
@@ -115,7 +119,7 @@ def fit(x, y) -> dict:
 def input_share(body: str, V: int = 50257) -> dict:
     """The input table's share of a tied model, and LEV's input map vs the table, at a body and V (meta device)."""
     from model import GPT
-    from util.presets import PRESETS, gpt_config
+    from util.presets import gpt_config
     with torch.device("meta"):
         tied = GPT(gpt_config(PRESETS[body], vocab_size=V, emb="tied")).param_breakdown()
         lev = GPT(gpt_config(PRESETS[body], vocab_size=V, emb="lev")).param_breakdown()
@@ -177,7 +181,7 @@ def axis_length(points, docs):
     lines = [f"Runs: `out/reproduce/text/{d}`. The gap from the runs' validation curves (the same fixed windows "
              "for every arm; eval every 100 steps), paired by seed:", "",
              "| tokens | " + " | ".join(f"{a} vs tied" for a in ("untied", "lev")) + " | lev vs untied |", "|---|---|---|---|"]
-    marks = [m * 1_024_000 for m in (1, 2, 4, 8, 16)]  # 1x, 2x, ... the main runs' length: evals (every 102,400)
+    marks = [m * MAIN_TOKENS for m in (1, 2, 4, 8, 16)]  # 1x, 2x, ... the main runs' length: evals fall on them
     marks = [t for t in marks if any(len(tt) and tt[-1] >= t for tt, _ in runs.values())]
     for (a, s), (t, v) in sorted(runs.items()):
         if a != "tied" and ("tied", s) in runs:
@@ -214,7 +218,7 @@ def axis_length(points, docs):
     main = losses(points, group())
     if main:
         g = list(gaps(main, "lev").values())
-        ax.errorbar([1_024_000], [np.mean([pct(x) for x in g])], yerr=[np.std([pct(x) for x in g])], fmt="s",
+        ax.errorbar([MAIN_TOKENS], [np.mean([pct(x) for x in g])], yerr=[np.std([pct(x) for x in g])], fmt="s",
                     color="k", ms=4, label="lev vs tied, 1M-token schedule")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xscale="log", xlabel="training tokens", ylabel="val ppl change vs tied (%)",

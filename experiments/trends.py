@@ -74,8 +74,8 @@ def axis_lr(tc: TrendsConfig):
 
 
 def axis_length(tc: TrendsConfig):
-    tokens = tc.length_tokens or (8 if runtime.pick_dtype("auto", "cpu")[0] == "bfloat16" else 4) * 1_024_000
-    steps = -(-tokens // 1024)                           # the cpu body: 8 x 128 tokens a step
+    tokens = tc.length_tokens or (8 if runtime.pick_dtype("auto", "cpu")[0] == "bfloat16" else 4) * trends.MAIN_TOKENS
+    steps = -(-tokens // trends.STEP_TOKENS)
     run(tc, "--seeds", "1", "2", "--steps", str(steps), "--tag", f"len{tokens // 1_000_000}m")
 
 
