@@ -289,6 +289,43 @@ def test_cpp_rows_softmax_minus_onehot(dtype):
 
 
 @needs_cpp
+def test_cpp_rows_round_bf16_as_pytorch():
+    """The bf16 rows write dz rounded to nearest even as PyTorch rounds: the same as the float32 rows on the same
+    logits (widened exactly) with PyTorch's .to(bfloat16); also across ties, and for values that round up to inf."""
+    gen = torch.Generator().manual_seed(8)
+    z = (torch.randn(6, 3000, generator=gen) * 4).bfloat16()
+    y, g = torch.randint(0, 3000, (6,), generator=gen), torch.rand(6, generator=gen) + 0.5
+    rows = native.load("head_kernel.cpp")
+    zb, zf = z.clone(), z.float()
+    loss_b, loss_f = rows.xent_rows_(zb, y, g, True), rows.xent_rows_(zf, y, g, True)
+    torch.testing.assert_close(loss_b, loss_f, rtol=1e-6, atol=1e-6)
+    assert (zb != zf.bfloat16()).sum() <= 3                                   # at most a rare exp/sum ulp apart
+    # ties and overflow: g scales the softmax; a row whose softmax is 1 at one place gives dz = g (1 - 1) there and
+    # g at the other class; g = 1 + 2^-8 (a tie between two bf16 numbers) and g = 3.4e38 (rounds to inf)
+    one_hot_z = torch.tensor([[0.0, -1e4], [0.0, -1e4], [0.0, -1e4]]).bfloat16()
+    gs = torch.tensor([1 + 2 ** -8, 1 + 3 * 2 ** -8, 3.4e38])
+    rows.xent_rows_(one_hot_z, torch.tensor([1, 1, 1]), gs, True)             # dz[:, 0] = g softmax_0 = g
+    assert torch.equal(one_hot_z[:, 0], gs.bfloat16())
+
+
+@needs_cpp
+@pytest.mark.parametrize("add", [False, True])
+def test_cpp_sum_into_is_float32_add(add):
+    """rows.sum_into_ (a bf16 dL/dW slice into the float32 sum) gives bit for bit what PyTorch's add_ / copy_ give,
+    over a size that does not divide the kernel's parallel grain."""
+    rows = native.load("head_kernel.cpp")
+    gen = torch.Generator().manual_seed(6)
+    dst, src = torch.randn(1000, 77, generator=gen), (torch.randn(1000, 77, generator=gen) * 100).bfloat16()
+    ref = dst + src.float() if add else src.float()
+    rows.sum_into_(dst, src, add)
+    assert torch.equal(dst, ref)
+    with pytest.raises(RuntimeError, match="bfloat16 into float32"):
+        rows.sum_into_(dst, src.float(), add)
+    with pytest.raises(RuntimeError, match="equal shapes"):
+        rows.sum_into_(dst, src[:-1], add)
+
+
+@needs_cpp
 def test_cpp_rows_errors():
     x, W, targets = data(6, 4, 9, dtype=torch.float32)
     with pytest.raises(RuntimeError, match="out of bounds: the head has 9 classes"):
