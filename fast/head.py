@@ -240,10 +240,11 @@ def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None, rows=None)
                 for j in range(0, V, DW_SLICE):
                     part = torch.mm(dz[:, j:j + DW_SLICE].t(), xc[a:b],
                                     out=workspace("dW", (min(DW_SLICE, V - j), D), dz.dtype, dz.device))
+                    dst = grad_W[j:j + DW_SLICE]
                     if rows is not None:                                 # one pass, no float32 copy of part
-                        rows.sum_into_(grad_W[j:j + DW_SLICE], part, add)
+                        rows.sum_into_(dst, part, add)
                     else:
-                        grad_W[j:j + DW_SLICE].add_(part) if add else grad_W[j:j + DW_SLICE].copy_(part)
+                        dst.add_(part) if add else dst.copy_(part)
         del dz
     return loss, grad_x, grad_W
 

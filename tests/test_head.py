@@ -300,8 +300,8 @@ def test_cpp_rows_round_bf16_as_pytorch():
     loss_b, loss_f = rows.xent_rows_(zb, y, g, True), rows.xent_rows_(zf, y, g, True)
     torch.testing.assert_close(loss_b, loss_f, rtol=1e-6, atol=1e-6)
     assert (zb != zf.bfloat16()).sum() <= 3                                   # at most a rare exp/sum ulp apart
-    # ties and overflow: g scales the softmax; a row whose softmax is 1 at one place gives dz = g (1 - 1) there and
-    # g at the other class; g = 1 + 2^-8 (a tie between two bf16 numbers) and g = 3.4e38 (rounds to inf)
+    # ties and overflow: logits (0, -1e4) have softmax (1, 0), so with target 1 the rows write dz_0 = g exactly and
+    # its rounding shows; g = 1 + 2^-8 and 1 + 3 * 2^-8 (ties between two bf16 numbers), 3.4e38 (rounds up to inf)
     one_hot_z = torch.tensor([[0.0, -1e4], [0.0, -1e4], [0.0, -1e4]]).bfloat16()
     gs = torch.tensor([1 + 2 ** -8, 1 + 3 * 2 ** -8, 3.4e38])
     rows.xent_rows_(one_hot_z, torch.tensor([1, 1, 1]), gs, True)             # dz[:, 0] = g softmax_0 = g
