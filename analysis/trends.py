@@ -86,6 +86,12 @@ def losses(points, name) -> dict:
     return {run_key(k): v for k, v in points.get(name, {}).get("loss", {}).items()}
 
 
+def runs_end(points, name) -> int:
+    """The training tokens at the end of a length group's schedule: its curves' last eval (else the name's "<n>m")."""
+    ends = [t[-1] for t, _ in points[name].get("curve", {}).values() if t]
+    return max(ends) if ends else int(re.fullmatch(r"\w+_len(\d+)m", name)[1]) * 1_000_000
+
+
 def gaps(loss: dict, arm: str, base: str = "tied") -> dict:
     """{seed: dloss} of arm minus base, for the seeds both have run (nats; > 0: arm is worse)."""
     return {s: loss[(arm, s)] - loss[(base, s)] for (a, s) in loss if a == arm and (base, s) in loss}
@@ -188,7 +194,7 @@ def axis_length(points, docs):
             tb, vb = runs[("tied", s)]
             n = min(len(t), len(tb))
             ax.plot(t[:n], 100 * np.expm1(v[:n] - vb[:n]), color=COLORS[a], alpha=0.6, lw=1,
-                    label=f"{a} vs tied (per seed)" if s == min(k[1] for k in runs) else None)
+                    label=f"{a} vs tied along the {d[7:]} schedule, per seed" if s == min(k[1] for k in runs) else None)
 
     def at(arm, base, tokens):
         """The paired gaps (nats) of arm vs base at an eval's tokens, one per seed that has both."""
@@ -200,26 +206,30 @@ def axis_length(points, docs):
                 if i < len(t) and j < len(tb) and t[i] == tokens == tb[j]:
                     vals.append(v[i] - vb[j])
         return vals
-    fits = {}
-    for arm, base in (("lev", "tied"), ("untied", "tied"), ("lev", "untied")):
-        pts = [(math.log10(t), g) for t in marks for g in at(arm, base, t)]
-        fits[(arm, base)] = fit(*zip(*pts)) if pts else None
     for t in marks:
         lines.append(f"| {t / 1e6:.2f}M | {mean_sd(at('untied', 'tied', t))} | {mean_sd(at('lev', 'tied', t))} | "
                      f"{mean_sd(at('lev', 'untied', t))} |")
-    final = losses(points, d)
-    if final:
-        lines += ["", "At the end, on the full validation split (evaluate.py): lev vs tied "
-                  f"{mean_sd(gaps(final, 'lev').values())}, untied vs tied {mean_sd(gaps(final, 'untied').values())}, "
-                  f"lev vs untied {mean_sd(gaps(final, 'lev', 'untied').values())}."]
-    lines += ["", "A straight line through the gap (nats) against log10(tokens), at the tokens of the table, every seed:"]
-    for (arm, base), f in fits.items():
-        lines.append(f"- {arm} vs {base}: " + describe(f, "per tenfold more tokens", lambda x: f"10^{x:.1f} tokens"))
-    main = losses(points, group())
-    if main:
-        g = list(gaps(main, "lev").values())
-        ax.errorbar([MAIN_TOKENS], [np.mean([pct(x) for x in g])], yerr=[np.std([pct(x) for x in g])], fmt="s",
-                    color="k", ms=4, label="lev vs tied, 1M-token schedule")
+    lines += ["", "Mid-run, the learning rate of a long schedule is still high, and a higher learning rate widens lev's gap "
+              "(the lr axis), so the rows above mix length with annealing. The comparison along length is at the end "
+              "of each schedule (the cosine run to its end), on the full validation split (evaluate.py):", "",
+              "| schedule length | untied vs tied | lev vs tied | lev vs untied |", "|---|---|---|---|"]
+    ends = {MAIN_TOKENS: losses(points, group())}   # the main runs: the same body and recipe, a 1M-token schedule
+    for n in names:
+        ends[runs_end(points, n)] = losses(points, n)
+    ends = {t: loss for t, loss in sorted(ends.items()) if loss}
+    for t, loss in ends.items():
+        lines.append(f"| {t / 1e6:.2f}M | {mean_sd(gaps(loss, 'untied').values())} | {mean_sd(gaps(loss, 'lev').values())} | "
+                     f"{mean_sd(gaps(loss, 'lev', 'untied').values())} |")
+    lines += ["", "A straight line through these end-of-schedule gaps (nats) against log10(tokens), every seed:"]
+    for arm, base in (("lev", "tied"), ("untied", "tied"), ("lev", "untied")):
+        pts = [(math.log10(t), g) for t, loss in ends.items() for g in gaps(loss, arm, base).values()]
+        lines.append(f"- {arm} vs {base}: " + describe(fit(*zip(*pts)) if pts else None, "per tenfold more tokens",
+                                                      lambda x: f"10^{x:.1f} tokens"))
+    for arm, marker in (("lev", "s"), ("untied", "D")):
+        xs = [t for t, loss in ends.items() if gaps(loss, arm)]
+        g = [[pct(x) for x in gaps(ends[t], arm).values()] for t in xs]
+        ax.errorbar(xs, [np.mean(v) for v in g], yerr=[np.std(v) for v in g], fmt=marker, color=COLORS[arm],
+                    mec="k", ms=5, label=f"{arm} vs tied, end of a schedule of that length")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xscale="log", xlabel="training tokens", ylabel="val ppl change vs tied (%)",
            title="The gap along training: cpu body, seeds paired")

@@ -90,7 +90,9 @@ def test_report_reads_every_axis_and_keeps_the_points_for_a_later_machine(tmp_pa
     write_group(out, "cpu_o200k_base", arms(0.2))
     toks = [102_400 * i for i in range(1, 81)]
     gap = {s: [0.05 - 0.01 * math.log10(t / 1e6) for t in toks] for s in (1, 2)}
-    write_group(out, "cpu_len8m", arms(0.0), tokens=toks,
+    shorter = lambda t: {k: v - (0.02 * math.log10(t / trends.MAIN_TOKENS) if k[0] == "lev" else 0) for k, v in arms(0.0).items()}
+    write_group(out, "cpu_len2m", shorter(2_048_000), tokens=toks[:20])                # end-of-schedule gaps shrink
+    write_group(out, "cpu_len8m", shorter(8_192_000), tokens=toks,
                 curve={**{("tied", s): [5.0] * 80 for s in (1, 2)}, **{("untied", s): [4.99] * 80 for s in (1, 2)},
                        **{("lev", s): [5.0 + g for g in gap[s]] for s in (1, 2)}})
     md = open(trends.report(out, docs)).read()
@@ -101,7 +103,8 @@ def test_report_reads_every_axis_and_keeps_the_points_for_a_later_machine(tmp_pa
     assert "| big |" in md and "| cpu |" in md and "| o200k_base |" in md and "| gpt2 |" in md
     at8 = 80 * 102_400                                                          # 8x the main runs' tokens
     assert f"| 8.19M | -1.0% (sd 0.0, n 2) | {100 * math.expm1(0.05 - 0.01 * math.log10(at8 / 1e6)):+.1f}% (sd" in md
-    assert "slope -0.0100 nats per tenfold more tokens" in md
+    assert f"| 8.19M | -4.9% (sd 0.0, n 2) | {100 * math.expm1(0.05 - 0.02 * math.log10(8)):+.1f}% (sd" in md   # at the end
+    assert "slope -0.0200 nats per tenfold more tokens" in md                   # through the 1M, 2M and 8M schedules' ends
     for name in ("lr", "length", "size", "vocab"):
         assert os.path.exists(os.path.join(docs, f"trends_{name}.png"))
     # a fresh machine: out/ is gone, the saved points give the same report
