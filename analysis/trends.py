@@ -194,7 +194,7 @@ def axis_length(points, docs):
             tb, vb = runs[("tied", s)]
             n = min(len(t), len(tb))
             ax.plot(t[:n], 100 * np.expm1(v[:n] - vb[:n]), color=COLORS[a], alpha=0.6, lw=1,
-                    label=f"{a} vs tied along the {d[7:]} schedule, per seed" if s == min(k[1] for k in runs) else None)
+                    label=f"{a} vs tied along the {runs_end(points, d) / 1e6:.2f}M-token schedule, per seed" if s == min(k[1] for k in runs) else None)
 
     def at(arm, base, tokens):
         """The paired gaps (nats) of arm vs base at an eval's tokens, one per seed that has both."""

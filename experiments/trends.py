@@ -16,7 +16,8 @@ bf16 expect 2-3x longer, and `length` then defaults to 4.1M tokens):
           arm's best is at an edge, then seeds 2-3 of all three at any arm's best other than 2e-3: 6-15 runs of 1M
           tokens at ~3 minutes each, ~1 hour
   length  tied/untied/lev, seeds 1-2, 8.19M tokens each (8x the main runs' 1,000 steps), the cosine schedule over the
-          full length: 6 runs of ~22 minutes, ~2.5 hours with the evaluation
+          full length: 6 runs of ~22 minutes, ~2.5 hours with the evaluation; `--length-tokens 2048000` adds
+          the same at 2.05M tokens (6 runs of ~5.5 minutes, ~35 minutes), another schedule end for the trend
   size    the "big" body (8 x 512, context 256; the body about as large as the table), seeds 1-2, 1M tokens: 6 runs
   vocab   the cpu body on the same text re-tokenised with o200k_base (the paper's) and cl100k_base, seeds 1-2, 1M
           tokens: 12 runs, ~10 minutes each at o200k_base
