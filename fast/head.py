@@ -61,8 +61,8 @@ CHUNK_LOGITS = 1 << 23
 CHUNK_BYTES = 32 << 20
 # At large V those bytes would be few positions, and each block pays a whole (V, D) sum for dL/dW (at o200k_base's
 # V = 200019, 83 positions: 13 such sums a step); blocks get at least this many positions, up to CHUNK_MAX_BYTES of
-# logits (docs/performance.md, "The output head at large vocabularies").
-CHUNK_MIN_ROWS = 256
+# logits (docs/performance.md, "The output head at large vocabularies"; the logits live in a reused workspace).
+CHUNK_MIN_ROWS = 512
 CHUNK_MAX_BYTES = 256 << 20
 # A float32 block's logits on a CPU are computed this many vocabulary columns at a time into one (n, V) buffer:
 # the same numbers, and MKL's float32 matmul runs faster on such slices than on the whole width. 0: no slicing.

@@ -102,9 +102,10 @@ def test_default_chunk_size():
     """Blocks hold CHUNK_BYTES of logits (C++ rows) or CHUNK_LOGITS (PyTorch's), but at least CHUNK_MIN_ROWS positions
     while that stays under CHUNK_MAX_BYTES: at large V few positions would each pay a whole (V, D) sum."""
     x, W, targets = data(20, 8, 301, dtype=torch.float32)
-    assert default_chunk_size(50257, 2) == 333                                # bf16 logits in the C++ rows
-    assert default_chunk_size(50257) == default_chunk_size(50257, 4) == 256   # 166 and 166 by bytes alone
-    assert default_chunk_size(200019, 2) == 256                              # 83 by bytes alone
+    assert default_chunk_size(50257, 2) == 512                                # 333 by bytes alone (bf16, C++ rows)
+    assert default_chunk_size(50257) == default_chunk_size(50257, 4) == 512   # 166 and 166 by bytes alone
+    assert default_chunk_size(200019, 2) == 512                              # 83 by bytes alone
+    assert default_chunk_size(200019, 4) == 335                              # 512 would pass CHUNK_MAX_BYTES
     assert default_chunk_size(10 ** 9) == 1                                  # no room for more than one row
     assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)
 
