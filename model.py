@@ -34,7 +34,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from lev import LEV, LEVConfig, check_ids, digit_seed, id_permutation, lev_num_params
-from fast.head import linear_cross_entropy
+from fast.head import GradLink, linear_cross_entropy, tied_lookup
 from fast.lev_fast import FastLEV
 from fast.native import KERNELS
 
@@ -318,11 +318,14 @@ class GPT(nn.Module):
         for p in last_layer(self.wte):
             p.mul_(target / rms)
 
-    def embed(self, idx):
+    def embed(self, idx, link=None):
         """ids (B, T) -> (B, T, D). In eval mode without gradients, LEV reads its materialised table
-        (filled lazily, row by row as ids are first seen; rebuilt when the weights change)."""
+        (filled lazily, row by row as ids are first seen; rebuilt when the weights change). link: a tied model's
+        lookup adds its gradient into the chunked head's dL/dW (fast/head.tied_lookup)."""
         if isinstance(self.wte, LEV) and not self.training and not torch.is_grad_enabled():
             x = self.wte.lookup(idx)
+        elif link is not None:
+            x = tied_lookup(idx, self.wte.weight, link)                      # (B, T, D)
         else:
             x = self.wte(idx)                                                 # (B, T, D)
         return x if self.input_norm is None else self.input_norm(x)
@@ -353,14 +356,18 @@ class GPT(nn.Module):
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}; crop the input.")
-        x = self.embed(idx)                                                  # (B, T, D)
+        chunked = targets is not None and self.cfg.head == "chunked"
+        link = (GradLink() if chunked and self.cfg.emb == "tied" and torch.is_grad_enabled()
+                and not torch.compiler.is_compiling() else None)           # one dL/dW for W's two uses
+        x = self.embed(idx, link)                                            # (B, T, D)
         for block in self.blocks:
             x = block(x, self.rope_cos, self.rope_sin)                       # (B, T, D)
         x = self.norm(x)
         if targets is None:
             return self.lm_head(x[:, -1:] if last_only else x), None         # (B, T or 1, V)
-        if self.cfg.head == "chunked":                                       # (B, T, V) never held
-            return None, linear_cross_entropy(x, self.lm_head.weight, targets, reduction, kernel=self.cfg.head_kernel)
+        if chunked:                                                          # (B, T, V) never held
+            return None, linear_cross_entropy(x, self.lm_head.weight, targets, reduction, kernel=self.cfg.head_kernel,
+                                              link=link)
         logits = self.lm_head(x)                                             # (B, T, V): the plain head
         loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1), reduction=reduction)
         return logits, (loss.view(B, T) if reduction == "none" else loss)

@@ -104,7 +104,7 @@ def plain_cross_entropy(x, W, targets, reduction="mean"):
     return loss.view(targets.shape) if reduction == "none" else loss
 
 
-def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kernel="auto"):
+def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kernel="auto", link=None):
     """Cross-entropy of the logits x W^T against targets, block by block over positions.
 
     x (N, D) or (B, T, D); W (V, D); targets int64 with x's leading shape. reduction "mean" or "sum" returns a
@@ -112,6 +112,8 @@ def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kerne
     chunk_size: the most positions per block (default: default_chunk_size); head.blocks evens the blocks out.
     kernel: each block's loss and softmax - one-hot by the C++ rows ("cpp", head_kernel.cpp), by PyTorch
     ("torch"), or "auto": C++ for float32 and bfloat16 on a CPU when it builds, else PyTorch.
+    link: a GradLink shared with tied_lookup on the same W (a tied model): backward leaves dL/dW there for the
+    lookup to add its rows into.
     """
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
@@ -130,7 +132,7 @@ def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kerne
         raise ValueError(f"chunk_size must be a positive number of positions, got {chunk_size}.")
     # Function.forward runs with grad mode off and its ctx.needs_input_grad ignores no_grad: pass the mode.
     loss = LinearCrossEntropy.apply(x.reshape(-1, x.shape[-1]), W, targets.reshape(-1).long(),
-                                    reduction, chunk, dtype, torch.is_grad_enabled(), rows)
+                                    reduction, chunk, dtype, torch.is_grad_enabled(), rows, link)
     return loss.view(targets.shape) if reduction == "none" else loss
 
 
@@ -256,12 +258,14 @@ class LinearCrossEntropy(torch.autograd.Function):
     once_differentiable: no double backward (nothing in this project needs it)."""
 
     @staticmethod
-    def forward(ctx, x, W, targets, reduction, chunk, dtype, grad_enabled, rows):
+    def forward(ctx, x, W, targets, reduction, chunk, dtype, grad_enabled, rows, link=None):
         acc = torch.float64 if dtype == torch.float64 else torch.float32     # softmax, loss, sums
         need_x, need_W = grad_enabled and ctx.needs_input_grad[0], grad_enabled and ctx.needs_input_grad[1]
         now = reduction != "none"                                            # gradients now, or in backward
         ctx.reduction, ctx.chunk, ctx.dtype, ctx.acc, ctx.rows = reduction, chunk, dtype, acc, rows
-        ctx.x_dtype, ctx.W_dtype = x.dtype, W.dtype
+        ctx.x_dtype, ctx.W_dtype, ctx.link = x.dtype, W.dtype, link
+        if link is not None:
+            link.W = W
         # "mean" with the C++ rows: the 1/N goes into their per-row weight g, free, instead of a pass over dL/dW later
         prescale = reduction == "mean" and rows is not None and (need_x or need_W)
         g = torch.full((x.shape[0],), 1.0 / max(1, x.shape[0]), device=x.device) if prescale else None
@@ -285,7 +289,7 @@ class LinearCrossEntropy(torch.autograd.Function):
             unit = g.device.type == "cpu" and g.item() == 1.0              # a training step's usual case: no pass
             grad_x = None if grad_x is None else (grad_x if unit else grad_x * g).to(ctx.x_dtype)
             grad_W = None if grad_W is None else (grad_W if unit else grad_W * g).to(ctx.W_dtype)
-            return grad_x, grad_W, None, None, None, None, None, None
+            return (grad_x, link_grad_W(ctx, grad_W)) + (None,) * 7
         x, W, targets = ctx.saved_tensors                                    # grad_out (N,): per token
         with torch.autocast(x.device.type, enabled=False):
             _, grad_x, grad_W = chunked_pass(x.to(ctx.dtype), cast(W, ctx.dtype), targets, ctx.chunk, ctx.acc,
@@ -293,4 +297,61 @@ class LinearCrossEntropy(torch.autograd.Function):
                                              g=grad_out.to(ctx.acc), rows=ctx.rows)
         grad_x = None if grad_x is None else grad_x.to(ctx.x_dtype)
         grad_W = None if grad_W is None else grad_W.to(ctx.W_dtype)
-        return grad_x, grad_W, None, None, None, None, None, None
+        return (grad_x, link_grad_W(ctx, grad_W)) + (None,) * 7
+
+
+# ------------------------------------------------------------------------------------------------------------
+# A tied model's input lookup W[ids] also needs a gradient for W: F.embedding's is a dense (V, D) tensor (zeros,
+# then its B T rows scattered in) that autograd then adds into the head's dL/dW, two more passes over (V, D)
+# (100 MB at V = 200k). tied_lookup adds its rows into the head's dL/dW instead, which backward has already made:
+# the lookup is the first thing forward does, so its backward runs after the head's.
+
+class GradLink:
+    """The head's dL/dW of one forward, handed from LinearCrossEntropy's backward to TiedLookup's."""
+    W = None          # the head's weight (set in forward): the lookup checks it reads the same matrix
+    grad_W = None     # dL/dW (V, D), as the head's backward returns it to autograd
+    added = False     # whether the lookup's backward added its rows into it (tests check this path is taken)
+
+
+def link_grad_W(ctx, grad_W):
+    """The head's backward: leave dL/dW in ctx.link for the tied lookup, and return it to autograd as usual."""
+    if ctx.link is not None and grad_W is not None:
+        ctx.link.grad_W = grad_W
+    return grad_W
+
+
+class TiedLookup(torch.autograd.Function):
+    """ids (...), W (V, D) -> W[ids] (..., D). Backward with the head's dL/dW in link: dL/dW[ids_k] += dL/de_k for
+    every position k, in place (index_add_), and no gradient of its own for W, so autograd hands W one (V, D)
+    gradient, which already holds both uses. Without it (no loss through the linked head): F.embedding's dense
+    gradient. A second backward through the same graph (retain_graph) is refused by autograd: the head's saved
+    dL/dW was modified in place."""
+
+    @staticmethod
+    def forward(ctx, ids, W, link):
+        ctx.save_for_backward(ids)
+        ctx.link, ctx.W_shape, ctx.W_ptr = link, W.shape, W.data_ptr()
+        return F.embedding(ids, W)
+
+    @staticmethod
+    @torch.autograd.function.once_differentiable
+    def backward(ctx, grad):
+        ids, = ctx.saved_tensors
+        gW, ctx.link.grad_W = ctx.link.grad_W, None
+        if not ctx.needs_input_grad[1]:
+            return None, None, None                          # drop the link's reference: autograd
+        rows = grad.reshape(-1, grad.shape[-1])                              # may then keep gW as W.grad, uncopied
+        linked = (gW is not None and ctx.link.W is not None and ctx.link.W.data_ptr() == ctx.W_ptr
+                  and gW.shape == ctx.W_shape)
+        if linked:
+            gW.index_add_(0, ids.reshape(-1), rows.to(gW.dtype))
+            ctx.link.added = True
+            return None, None, None
+        dense = torch.zeros(ctx.W_shape, dtype=grad.dtype, device=grad.device)
+        return None, dense.index_add_(0, ids.reshape(-1), rows), None
+
+
+def tied_lookup(ids, W, link: GradLink):
+    """W[ids] for a tied model whose loss is linear_cross_entropy(..., W, link=link): see TiedLookup."""
+    return TiedLookup.apply(ids, W, link)
+

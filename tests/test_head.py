@@ -164,6 +164,69 @@ def test_shared_weight_accumulates():
     torch.testing.assert_close(total(lambda *a: linear_cross_entropy(*a, chunk_size=2)), total(plain_cross_entropy))
 
 
+def tied_step(W, ids, targets, reduction, linked, loss_fn=linear_cross_entropy, **kw):
+    """A tied model in miniature: e = W[ids], x = tanh(e M), the loss of x W^T; -> (loss, W.grad, link)."""
+    W = W.detach().clone().requires_grad_()
+    M = torch.linspace(-1, 1, W.shape[1] ** 2, dtype=W.dtype).view(W.shape[1], -1)
+    link = head.GradLink() if linked else None
+    e = head.tied_lookup(ids, W, link) if linked else torch.nn.functional.embedding(ids, W)
+    loss = loss_fn(torch.tanh(e @ M), W, targets, reduction, **({"link": link} if linked else {}), **kw)
+    (loss * upstream(loss)).sum().backward()
+    return loss, W.grad, link
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_tied_lookup_adds_its_rows_into_the_heads_gradient(reduction, dtype):
+    """tied_lookup + linear_cross_entropy sharing a GradLink == F.embedding + the plain head: one dL/dW for both
+    uses of W, with repeated ids, several blocks, and the link released after backward (autograd may keep it)."""
+    _, W, targets = data(40, 8, 37, dtype=dtype)
+    ids = torch.randint(0, 37, (2, 20), generator=torch.Generator().manual_seed(3))
+    ids[0, :5] = 4                                                          # one row looked up many times
+    loss, gW, link = tied_step(W, ids, targets.view(2, 20), reduction, linked=True, chunk_size=7)
+    ref_loss, ref_gW, _ = tied_step(W.double(), ids, targets.view(2, 20), reduction, linked=False,
+                                    loss_fn=plain_cross_entropy)
+    assert link.added and link.grad_W is None
+    tol = dict(rtol=1e-10, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-6)
+    torch.testing.assert_close(loss.double(), ref_loss, **tol)
+    torch.testing.assert_close(gW.double(), ref_gW, **tol)
+
+
+def test_tied_lookup_without_its_head_gives_the_dense_gradient():
+    """No loss through the linked head, or a head on another matrix: the lookup's own dense gradient, as F.embedding's."""
+    _, W, targets = data(10, 6, 23)
+    ids = torch.tensor([[1, 2, 2, 22]])
+    for other in (None, torch.randn(23, 6, dtype=torch.float64, requires_grad=True)):
+        W1, W2 = (W.detach().clone().requires_grad_() for _ in range(2))
+        link = head.GradLink()
+        e = head.tied_lookup(ids, W1, link)
+        loss = (e ** 2).sum() if other is None else linear_cross_entropy(e, other, targets[:4].view(1, 4), link=link)
+        loss.backward()
+        ref = (torch.nn.functional.embedding(ids, W2) ** 2).sum() if other is None else \
+            linear_cross_entropy(torch.nn.functional.embedding(ids, W2), other.detach(), targets[:4].view(1, 4))
+        ref.backward()
+        assert not link.added
+        torch.testing.assert_close(W1.grad, W2.grad)
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_tied_lookup_second_backward_is_right_or_refused(dtype):
+    """retain_graph, then backward again: twice the gradient, or (when the head returned its saved dL/dW, which the
+    lookup then changed in place) autograd's error; never the lookup's rows added into a stale sum."""
+    _, W, targets = data(12, 6, 19, dtype=dtype)
+    ids = targets.view(1, 12)
+    link = head.GradLink()
+    loss = linear_cross_entropy(torch.tanh(head.tied_lookup(ids, W, link)), W, targets.view(1, 12), link=link)
+    loss.backward(retain_graph=True)
+    once = W.grad.clone()
+    try:
+        loss.backward()
+    except RuntimeError as e:
+        assert "modified by an inplace operation" in str(e)
+        return
+    torch.testing.assert_close(W.grad, 2 * once)
+
+
 # ----------------------------------------------------------------------------------------------------
 # Mixed precision
 

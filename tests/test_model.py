@@ -5,6 +5,8 @@ from dataclasses import replace
 import pytest
 import torch
 
+import model as model_mod
+from fast import head
 from lev import lev_num_params
 from model import EMB_CHOICES, GPT, GPTConfig, matched_widths, param_report
 from util import presets
@@ -38,9 +40,11 @@ def test_shapes_and_initial_loss(emb):
 
 
 @pytest.mark.parametrize("emb", ["tied", "lev"])
-def test_chunked_head_equals_the_plain_head_in_the_model(emb):
+def test_chunked_head_equals_the_plain_head_in_the_model(emb, monkeypatch):
     """The default (chunked) head: the same loss, per-token losses and gradients of every parameter as the
-    plain head, and no logits formed."""
+    plain head, and no logits formed; tied: through its lookup's rows added into the head's dL/dW."""
+    links = []
+    monkeypatch.setattr(model_mod, "GradLink", lambda: links.append(head.GradLink()) or links[-1])
     plain, chunked = build(emb, head="plain"), build(emb, head="chunked")
     chunked.load_state_dict(plain.state_dict())
     idx, targets = torch.randint(0, TINY.vocab_size, (2, 3, 16))
@@ -52,6 +56,7 @@ def test_chunked_head_equals_the_plain_head_in_the_model(emb):
     loss_c.backward()
     for (name, a), b in zip(plain.named_parameters(), chunked.parameters()):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=lambda m: f"{name}: {m}")
+    assert [link.added for link in links] == ([True, False] if emb == "tied" else [])   # the "none" pass: no backward
 
 
 @pytest.mark.parametrize("emb", EMB_CHOICES)
