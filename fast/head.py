@@ -43,9 +43,12 @@ Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has
     back to the matmul's dtype for the two gradient matmuls; dL/dW is summed over the blocks in float32 and cast to W's dtype at the end, dL/dx
     to x's; the loss is float32 (float64 for float64 inputs). autograd.Function bodies run with autocast
     off, casting explicitly (what torch.amp.custom_fwd does, without fixing the device type).
+  - A tied model uses W twice, as its input table and here. tied_lookup (at the end of this file) adds the
+    lookup's rows of dL/dW into this head's dL/dW in place, so autograd hands W one (V, D) gradient instead of
+    two to add (model.py links the two per forward; docs/performance.md has what that saves).
 
 tests/test_head.py checks values and gradients against the plain path in float64, float32 and under bf16
-autocast, the C++ rows against PyTorch's, and that nothing of size N * V is saved for backward.
+autocast, the tied lookup's gradient against F.embedding's, the C++ rows against PyTorch's, and that nothing of size N * V is saved for backward.
 """
 import math
 
@@ -302,8 +305,8 @@ class LinearCrossEntropy(torch.autograd.Function):
 
 # ------------------------------------------------------------------------------------------------------------
 # A tied model's input lookup W[ids] also needs a gradient for W: F.embedding's is a dense (V, D) tensor (zeros,
-# then its B T rows scattered in) that autograd then adds into the head's dL/dW, two more passes over (V, D)
-# (100 MB at V = 200k). tied_lookup adds its rows into the head's dL/dW instead, which backward has already made:
+# then its B T rows scattered in) that autograd then adds into the head's dL/dW, two more passes over (V, D).
+# tied_lookup adds its rows into the head's dL/dW instead, which backward has already made:
 # the lookup is the first thing forward does, so its backward runs after the head's.
 
 class GradLink:
