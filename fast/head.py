@@ -327,8 +327,8 @@ class TiedLookup(torch.autograd.Function):
     """ids (...), W (V, D) -> W[ids] (..., D). Backward with the head's dL/dW in link: dL/dW[ids_k] += dL/de_k for
     every position k, in place (index_add_), and no gradient of its own for W, so autograd hands W one (V, D)
     gradient, which already holds both uses. Without it (no loss through the linked head): F.embedding's dense
-    gradient. A second backward through the same graph (retain_graph) is refused by autograd: the head's saved
-    dL/dW was modified in place."""
+    gradient. A second backward through the same graph (retain_graph) is right where the head's backward makes a
+    fresh dL/dW, and refused by autograd where it returned its saved one (modified in place by the first)."""
 
     @staticmethod
     def forward(ctx, ids, W, link):
@@ -340,10 +340,10 @@ class TiedLookup(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad):
         ids, = ctx.saved_tensors
-        gW, ctx.link.grad_W = ctx.link.grad_W, None
-        if not ctx.needs_input_grad[1]:
-            return None, None, None                          # drop the link's reference: autograd
-        rows = grad.reshape(-1, grad.shape[-1])                              # may then keep gW as W.grad, uncopied
+        gW, ctx.link.grad_W = ctx.link.grad_W, None                          # drop the link's reference: autograd
+        if not ctx.needs_input_grad[1]:                                      # may then keep gW as W.grad, uncopied
+            return None, None, None
+        rows = grad.reshape(-1, grad.shape[-1])                              # (B T, D)
         linked = (gW is not None and ctx.link.W is not None and ctx.link.W.data_ptr() == ctx.W_ptr
                   and gW.shape == ctx.W_shape)
         if linked:
