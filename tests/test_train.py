@@ -190,11 +190,12 @@ def test_sample_refuses_nan_weights(dataset, tmp_path):
 
 
 @pytest.mark.slow
-def test_torchrun_two_processes_match_one(dataset, tmp_path):
+@pytest.mark.parametrize("emb", ["lev", "tied"])          # tied: its lookup's gradient goes into the head's dL/dW
+def test_torchrun_two_processes_match_one(dataset, tmp_path, emb):
     """2 processes x batch 2 (gloo, CPU) see the same global batch as 1 process x batch 4: same losses."""
-    common = ["--dataset", dataset, *TINY, "--emb", "lev", "--max-iters", "4", "--eval-interval", "4"]
+    common = ["--dataset", dataset, *TINY, "--emb", emb, "--max-iters", "4", "--eval-interval", "4"]
     one = tmp_path / "one"
-    run(dataset, one, "--emb", "lev", "--max-iters", "4", "--eval-interval", "4")
+    run(dataset, one, "--emb", emb, "--max-iters", "4", "--eval-interval", "4")
     two = tmp_path / "two"
     env = dict(os.environ, OMP_NUM_THREADS="1")
     p = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
