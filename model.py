@@ -357,8 +357,10 @@ class GPT(nn.Module):
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}; crop the input.")
         chunked = targets is not None and self.cfg.head == "chunked"
-        link = (GradLink() if chunked and self.cfg.emb == "tied" and torch.is_grad_enabled()
-                and not torch.compiler.is_compiling() else None)           # one dL/dW for W's two uses
+        # tied on a CPU: one dL/dW for W's two uses (not on GPUs, where index_add_'s atomic adds are not
+        # deterministic as F.embedding's backward is; not under torch.compile, which would not trace it)
+        link = (GradLink() if chunked and self.cfg.emb == "tied" and idx.device.type == "cpu"
+                and torch.is_grad_enabled() and not torch.compiler.is_compiling() else None)
         x = self.embed(idx, link)                                            # (B, T, D)
         for block in self.blocks:
             x = block(x, self.rope_cos, self.rope_sin)                       # (B, T, D)
