@@ -343,15 +343,13 @@ class TiedLookup(torch.autograd.Function):
         gW, ctx.link.grad_W = ctx.link.grad_W, None                          # drop the link's reference: autograd
         if not ctx.needs_input_grad[1]:                                      # may then keep gW as W.grad, uncopied
             return None, None, None
-        rows = grad.reshape(-1, grad.shape[-1])                              # (B T, D)
         linked = (gW is not None and ctx.link.W is not None and ctx.link.W.data_ptr() == ctx.W_ptr
                   and gW.shape == ctx.W_shape)
         if linked:
-            gW.index_add_(0, ids.reshape(-1), rows.to(gW.dtype))
+            gW.index_add_(0, ids.reshape(-1), grad.reshape(-1, grad.shape[-1]).to(gW.dtype))   # (B T, D) rows
             ctx.link.added = True
             return None, None, None
-        dense = torch.zeros(ctx.W_shape, dtype=grad.dtype, device=grad.device)
-        return None, dense.index_add_(0, ids.reshape(-1), rows), None
+        return None, torch.ops.aten.embedding_dense_backward(grad, ids, ctx.W_shape[0], -1, False), None  # F.embedding's
 
 
 def tied_lookup(ids, W, link: GradLink):
