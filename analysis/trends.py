@@ -226,9 +226,9 @@ def axis_length(points, docs):
         lines.append(f"- {arm} vs {base}: " + describe(fit(*zip(*pts)) if pts else None, "per tenfold more tokens",
                                                       lambda x: f"10^{x:.1f} tokens"))
     for arm, marker in (("lev", "s"), ("untied", "D")):
-        xs = [t for t, loss in ends.items() if gaps(loss, arm)]
-        g = [[pct(x) for x in gaps(ends[t], arm).values()] for t in xs]
-        ax.errorbar(xs, [np.mean(v) for v in g], yerr=[np.std(v) for v in g], fmt=marker, color=COLORS[arm],
+        g = {t: [pct(x) for x in gaps(loss, arm).values()] for t, loss in ends.items()}
+        g = {t: v for t, v in g.items() if v}
+        ax.errorbar(list(g), [np.mean(v) for v in g.values()], yerr=[np.std(v) for v in g.values()], fmt=marker, color=COLORS[arm],
                     mec="k", ms=5, label=f"{arm} vs tied, end of a schedule of that length")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xscale="log", xlabel="training tokens", ylabel="val ppl change vs tied (%)",
