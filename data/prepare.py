@@ -248,7 +248,7 @@ def ensure_dataset(name="default", data_root=DATA_ROOT, tokenizer=DEFAULT_TOKENI
 @dataclass
 class PrepareConfig:
     dataset: str  # which dataset to prepare
-    tokenizer: str = DEFAULT_TOKENIZER  # gpt2 (the paper's), cl100k_base, o200k_base, char or byte
+    tokenizer: str = DEFAULT_TOKENIZER  # gpt2 (the default), cl100k_base, o200k_base (the paper's), char or byte
     input: list[str] = field(default_factory=list)  # files or quoted globs (text, pile: required; shakespeare:
     # a local copy; wikitext103 / wikitext2: the unzipped folder or the .zip)
     val_input: list[str] = field(default_factory=list)  # validation files (text, pile); none: hold out
