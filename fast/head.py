@@ -35,7 +35,7 @@ Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has
     VOCAB_SLICE columns into the block's buffer: a speed detail of MKL's matmul, the same numbers.)
   - Each block's loss and softmax - one-hot ("the rows"): on a CPU, head_kernel.cpp does them in one C++ pass
     per row of logits, in place, in the matmul's dtype (PyTorch makes five passes over float32 copies of the
-    whole block); elsewhere, or with kernel="torch" or float64, PyTorch's block_log_softmax and
+    whole block); elsewhere, under torch.compile, or with kernel="torch" or float64, PyTorch's block_log_softmax and
     softmax_minus_onehot_. The same numbers to float rounding (tests/test_head.py compares them).
   - Dtypes follow nn.Linear: under torch.autocast the matmuls run in the autocast dtype (bf16), as they
     would for `lm_head(x)`; otherwise in the inputs' dtype. The logits are upcast to float32 (float64 for
@@ -114,7 +114,8 @@ def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kerne
     scalar, "none" the per-token losses with targets' shape; float32 (float64 for float64 inputs).
     chunk_size: the most positions per block (default: default_chunk_size); head.blocks evens the blocks out.
     kernel: each block's loss and softmax - one-hot by the C++ rows ("cpp", head_kernel.cpp), by PyTorch
-    ("torch"), or "auto": C++ for float32 and bfloat16 on a CPU when it builds, else PyTorch.
+    ("torch"), or "auto": C++ for float32 and bfloat16 on a CPU when it builds (not under torch.compile),
+    else PyTorch.
     link: a GradLink shared with tied_lookup on the same W (a tied model): backward leaves dL/dW there for the
     lookup to add its rows into.
     """
@@ -193,8 +194,8 @@ def row_kernel(device: torch.device, dtype: torch.dtype, acc: torch.dtype, kerne
     if kernel not in native.KERNELS:
         raise ValueError(f"kernel must be one of {', '.join(native.KERNELS)}; got {kernel!r}.")
     fits = device.type == "cpu" and acc == torch.float32 and dtype in (torch.float32, torch.bfloat16)
-    if kernel == "torch" or (kernel == "auto" and not fits):
-        return None
+    if kernel == "torch" or (kernel == "auto" and (not fits or torch.compiler.is_compiling())):
+        return None                                     # (torch.compile cannot trace the C++ call: PyTorch's rows)
     if not fits:
         raise ValueError(f"kernel='cpp' runs on CPU tensors of float32 or bfloat16; got {dtype} on {device}.")
     return native.load("head_kernel.cpp", required=kernel == "cpp", fallback="the PyTorch rows (kernel='torch')")

@@ -400,6 +400,16 @@ def test_cpp_rows_errors():
         linear_cross_entropy(x, W, targets, kernel="fast")
 
 
+@needs_cpp
+def test_auto_takes_pytorch_rows_under_torch_compile(monkeypatch):
+    """torch.compile cannot trace the C++ call, so "auto" gives PyTorch's rows while compiling (as on a GPU);
+    "cpp" still asks for the C++ rows."""
+    cpu, f32 = torch.device("cpu"), torch.float32
+    assert head.row_kernel(cpu, f32, f32, "auto") is not None
+    monkeypatch.setattr(torch.compiler, "is_compiling", lambda: True)
+    assert head.row_kernel(cpu, f32, f32, "auto") is None
+    assert head.row_kernel(cpu, f32, f32, "cpp") is not None
+
 def test_a_kernel_that_cannot_be_built_warns_and_falls_back(tmp_path, monkeypatch):
     """native.load on a source that does not compile: one warning naming the fallback, None, and a
     RuntimeError that says what to install when the kernel is required; head.py then uses PyTorch's rows."""
