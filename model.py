@@ -328,6 +328,9 @@ class GPT(nn.Module):
             x = tied_lookup(idx, self.wte.weight, link)                      # (B, T, D)
         else:
             x = self.wte(idx)                                                 # (B, T, D)
+        # Every arm's residual stream in the parameters' dtype: under bf16 autocast an MLP input map (albert,
+        # flat_mlp, factorized_mlp) returns bf16, a table or LEV float32; a bf16 stream would sum every block in bf16.
+        x = x.to(self.norm.weight.dtype)
         return x if self.input_norm is None else self.input_norm(x)
 
     @torch.no_grad()

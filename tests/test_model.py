@@ -87,6 +87,20 @@ def test_storage_sharing_and_breakdown(emb):
         assert bd["input"] == lev_num_params(TINY.lev)
 
 
+@pytest.mark.parametrize("emb", EMB_CHOICES)
+@pytest.mark.parametrize("input_scale", ["init", "norm"])
+def test_every_arm_keeps_a_float32_residual_stream_under_bf16_autocast(emb, input_scale):
+    """Equal footing in bf16: the blocks and the final norm receive float32 for every arm, not only for the
+    arms whose input map is a table (an MLP input map returns bf16 under autocast)."""
+    m = build(emb, input_scale=input_scale)
+    seen = []
+    for mod in (m.blocks[0], m.blocks[-1], m.norm):
+        mod.register_forward_pre_hook(lambda _, args: seen.append(args[0].dtype))
+    idx = torch.randint(TINY.vocab_size, (2, 8))
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        m(idx, idx)
+    assert seen == [torch.float32] * 3
+
 def test_baselines_are_matched_to_lev():
     cfg = GPTConfig(vocab_size=50257, n_embd=768, n_layer=1, n_head=12)
     target = lev_num_params(cfg.lev)
