@@ -5,7 +5,7 @@ project folder as a module:
 
     python -m experiments.reproduce --corpus shakespeare --dry-run          # print every command, run nothing
     python -m experiments.reproduce --corpus text --input 'corpus/*.txt'    # any local text (the README's run)
-    python -m experiments.reproduce --corpus wikitext103                    # downloads WikiText-103 once (~180 MB)
+    python -m experiments.reproduce --corpus wikitext103                    # downloads WikiText-103 once (~190 MB)
     python -m experiments.reproduce --corpus text --input 'corpus/*.txt' --body ref --arms tied untied lev --seeds 1 2
     python -m experiments.reproduce --corpus text --input 'corpus/*.txt' --arms tied untied lev --tasks paper --task-limit 1000
 
