@@ -257,6 +257,12 @@ class Block(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+def decays(name: str, p: torch.Tensor, lev_norm: bool = False) -> bool:
+    """Whether AdamW decays parameter `name`: matrices yes; vectors and LEV's per-head LayerNorm affine
+    (ln_weight, ln_bias: (h, d_s)) no, unless lev_norm."""
+    return p.dim() >= 2 and (lev_norm or name.rsplit(".", 1)[-1] not in ("ln_weight", "ln_bias"))
+
+
 class GPT(nn.Module):
     def __init__(self, cfg: GPTConfig):
         super().__init__()
@@ -386,13 +392,15 @@ class GPT(nn.Module):
         body = count(self.blocks.parameters()) + count(self.norm.parameters())
         return dict(input=inp, output=out, body=body, total=count(self.parameters()))
 
-    def configure_optimizer(self, lr, weight_decay, betas=(0.9, 0.95), device_type="cpu"):
-        """AdamW with weight decay on matrices (dim >= 2: tables, linear weights, LEV's codebooks, W, Delta,
-        W_out) and none on vectors (norm gains, LEV's LayerNorm). Every parameter is in exactly one group.
-        Decaying Delta pulls S = 1 + Delta toward 1, the neutral factor (our choice)."""
-        params = [p for p in self.parameters() if p.requires_grad]
-        decay = [p for p in params if p.dim() >= 2]
-        no_decay = [p for p in params if p.dim() < 2]
+    def configure_optimizer(self, lr, weight_decay, betas=(0.9, 0.95), device_type="cpu", decay_lev_norm=False):
+        """AdamW with weight decay on matrices (tables, linear weights, LEV's codebooks, W, Delta, W_out) and none
+        on gains and biases: the norms' gains and LEV's LayerNorm gain and bias, which are (h, d_s) but one vector
+        per head (decay would pull the gain toward 0, not its neutral 1; decay_lev_norm=True decays them too).
+        Every parameter is in exactly one group. Decaying Delta pulls S = 1 + Delta toward 1, the neutral factor
+        (our choice)."""
+        named = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
+        decay = [p for n, p in named if decays(n, p, decay_lev_norm)]
+        no_decay = [p for n, p in named if not decays(n, p, decay_lev_norm)]
         groups = [dict(params=decay, weight_decay=weight_decay), dict(params=no_decay, weight_decay=0.0)]
         fused = device_type in ("cuda", "cpu")       # one kernel per step instead of one per tensor (faster)
         return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=fused)

@@ -52,6 +52,7 @@ class TrainConfig:
     min_lr_ratio: float = 0.1     # cosine decays to lr * min_lr_ratio (nanoGPT/Chinchilla: 0.1)
     warmup_iters: int = 20        # linear warm-up steps
     weight_decay: float = 0.1     # AdamW decay on matrices only (model.configure_optimizer)
+    decay_lev_norm: bool = False  # decay LEV's LayerNorm gain and bias too (per-head vectors; older checkpoints did)
     beta1: float = 0.9            # AdamW beta1
     beta2: float = 0.95           # AdamW beta2
     grad_clip: float = 1.0        # clip the global gradient norm (0 = off)
@@ -159,7 +160,8 @@ def setup(argv=None) -> Run:
     tc.out_dir = tc.out_dir or os.path.join("out", args.emb)
     ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt")) if tc.resume else None
     if ckpt is not None:
-        for k, v in {**ckpt["train_args"], **flatten(GPTConfig, GPTConfig.saved(ckpt["model_args"]))}.items():
+        older = dict(decay_lev_norm=True)     # checkpoints from before that option decayed LEV's LayerNorm
+        for k, v in {**older, **ckpt["train_args"], **flatten(GPTConfig, GPTConfig.saved(ckpt["model_args"]))}.items():
             if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir"):
                 setattr(args, k, v)
         tc = pick(TrainConfig, args, out_dir=tc.out_dir)
@@ -179,7 +181,8 @@ def setup(argv=None) -> Run:
 
     torch.manual_seed(tc.seed)
     raw_model = GPT(mc).to(device)
-    optimizer = raw_model.configure_optimizer(tc.lr, tc.weight_decay, (tc.beta1, tc.beta2), device.split(":")[0])
+    optimizer = raw_model.configure_optimizer(tc.lr, tc.weight_decay, (tc.beta1, tc.beta2), device.split(":")[0],
+                                              tc.decay_lev_norm)
     model = torch.compile(raw_model) if tc.compile else raw_model
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.startswith("cuda") else None)

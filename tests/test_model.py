@@ -121,7 +121,28 @@ def test_optimizer_groups_cover_every_parameter_once(emb):
     assert len(seen) == len(set(seen))
     assert set(seen) == {id(p) for p in model.parameters()}
     decayed = {id(p) for p in opt.param_groups[0]["params"]}
-    assert all((id(p) in decayed) == (p.dim() >= 2) for p in model.parameters())
+    lev_norm = {id(getattr(model.wte, n, None)) for n in ("ln_weight", "ln_bias")} if emb == "lev" else set()
+    assert all((id(p) in decayed) == (p.dim() >= 2 and id(p) not in lev_norm) for p in model.parameters())
+
+
+@pytest.mark.parametrize("decay_lev_norm", [False, True])
+def test_weight_decay_leaves_levs_layernorm_alone_unless_asked(decay_lev_norm):
+    """LEV's LayerNorm gain and bias are (h, d_s) but one vector per head: AdamW must not decay them (the gain
+    would shrink toward 0, not its neutral 1) unless decay_lev_norm. With zero gradients a step is decay alone."""
+    model = build("lev")
+    with torch.no_grad():
+        model.wte.ln_bias.fill_(0.5)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    opt = model.configure_optimizer(lr=0.1, weight_decay=0.5, decay_lev_norm=decay_lev_norm)
+    for p in model.parameters():
+        p.grad = torch.zeros_like(p)
+    opt.step()
+    after = dict(model.named_parameters())
+    for n in ("wte.ln_weight", "wte.ln_bias"):
+        torch.testing.assert_close(after[n].detach(), before[n] * (0.95 if decay_lev_norm else 1.0))
+    for n in ("wte.codebooks", "wte.W", "wte.delta", "wte.W_out", "lm_head.weight"):
+        torch.testing.assert_close(after[n].detach(), before[n] * 0.95)
+    torch.testing.assert_close(after["norm.weight"].detach(), before["norm.weight"])
 
 
 def test_cpu_optimizer_is_fused_adamw_and_steps_like_the_plain_one():
@@ -132,8 +153,9 @@ def test_cpu_optimizer_is_fused_adamw_and_steps_like_the_plain_one():
     b.load_state_dict(a.state_dict())
     opt_a = a.configure_optimizer(lr=1e-2, weight_decay=0.1, device_type="cpu")
     assert opt_a.defaults["fused"] is True
-    groups = [dict(params=[p for p in b.parameters() if p.dim() >= 2], weight_decay=0.1),
-              dict(params=[p for p in b.parameters() if p.dim() < 2], weight_decay=0.0)]
+    matrix = lambda n, p: p.dim() >= 2 and "ln_" not in n                        # LEV's LayerNorm: no decay
+    groups = [dict(params=[p for n, p in b.named_parameters() if matrix(n, p)], weight_decay=0.1),
+              dict(params=[p for n, p in b.named_parameters() if not matrix(n, p)], weight_decay=0.0)]
     opt_b = torch.optim.AdamW(groups, lr=1e-2, betas=(0.9, 0.95), foreach=False)
     idx = torch.randint(0, TINY.vocab_size, (2, 10))
     for _ in range(3):

@@ -78,6 +78,21 @@ def test_resume_is_exact(dataset, tmp_path):
     assert va[0] == pytest.approx(vb[0], rel=1e-6)
 
 
+def test_resume_keeps_the_checkpoints_weight_decay_groups(dataset, tmp_path):
+    """A checkpoint saved before --decay-lev-norm existed was trained with LEV's LayerNorm decayed: resuming it
+    must keep that rule (the optimizer state's groups must match), and a new run's choice is saved and kept."""
+    run(dataset, tmp_path, "--emb", "lev", "--max-iters", "4", "--eval-interval", "2", "--stop-at", "2",
+        "--decay-lev-norm")
+    path = os.path.join(tmp_path, "ckpt.pt")
+    ckpt = checkpoint.load(path)
+    assert ckpt["train_args"]["decay_lev_norm"] is True
+    del ckpt["train_args"]["decay_lev_norm"]                  # as an older checkpoint
+    checkpoint.save(ckpt, path)
+    res = run(dataset, tmp_path, "--resume")
+    assert res["status"] == "done" and res["step"] == 4
+    assert checkpoint.load(path)["train_args"]["decay_lev_norm"] is True
+
+
 def test_resume_with_other_architecture_is_a_clear_error(dataset, tmp_path):
     run(dataset, tmp_path, "--emb", "tied", "--max-iters", "2", "--eval-interval", "2")
     with pytest.raises(ValueError, match="architecture differs.*n_embd"):
