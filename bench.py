@@ -3,7 +3,7 @@ Speed and memory of LEV's fast paths, of every input-map arm and of the number f
 
     python bench.py --tiny --reps 1                    # a minute: smoke test of the whole script
     python bench.py --tokens zipf --json bench.json    # the reference size (below): 10-30 minutes on 2 CPU cores
-    python bench.py --sections dtype                   # only "dtype and head" (float32 / bf16, plain / chunked head)
+    python bench.py --sections dtype                   # only the step table (float32 / bf16, plain / chunked head)
     python bench.py --sections os                      # only what the allocator setting saves (page faults)
     python bench.py --sections dtype,head --dtype-sizes cpu --vocab-sizes 50257 200019   # GPT-2's vs o200k's vocabulary
     python bench.py --curves                           # bf16 vs float32 loss curves, 3 seeds (about 10 minutes)
@@ -80,7 +80,7 @@ class BenchConfig:
     device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
     dtype: str = "auto"           # autocast dtype of the model body (LEV's math stays float32); auto: bf16 where native
     compile: bool = False         # also time torch.compile'd LEV, and compile every arm's training step
-    sections: str = "lev,arms,dtype"  # comma-separated, from: lev, arms, dtype, os (see the docstring)
+    sections: str = "lev,arms,dtype"  # comma-separated, from: lev, arms, dtype, head, os (see the docstring)
     arms: str = ",".join(EMB_CHOICES)  # arms of the "arms" section, comma-separated
     variants: str = "auto"        # "dtype" section: its variants' letters, comma-separated (a-e; (a) always runs); auto:
                                   # all five, or where bf16 is not native only the float32 ones, a and d (emulated

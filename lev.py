@@ -31,7 +31,7 @@ class LEVConfig:
     k: int = 3                    # digits per id; the base b is derived (smallest b with b^k >= V)
     d_seed: int = 128             # d_s: seed width = number of separable spline dimensions
     heads: int = 8                # h: independent separable heads, summed at the end
-    kappa: int = 16               # spline knots per seed dimension (one review of the paper's v1 reads 32)
+    kappa: int = 16               # spline knots per seed dimension (our choice: docs/method.md)
     rank: int = 64                # r: separable modes (rank-1 products) per head
     seed_ln: bool = True          # our choice: LayerNorm before the sigmoid (KHRONOS: none)
     temperature: float = 2.0      # our choice: u = sigmoid(x / temperature); 1.0 is a plain sigmoid
@@ -151,7 +151,8 @@ def bspline_basis(u: torch.Tensor, kappa: int, normalize: bool = True) -> torch.
     """Step 4. B_g(u) = K(|u - t_g| (kappa-1)), knots t_g = g/(kappa-1), g = 0..kappa-1.
 
     u (...) in (0, 1) -> B (..., kappa); at most 3 entries of a row are non-zero. normalize=True divides
-    by the row sum (our choice: at u = 0 or 1 the raw sum is 0.875, in the interior it is exactly 1).
+    by the row sum (our choice: the raw sum is exactly 1 for u in [1/(2(kappa-1)), 1 - 1/(2(kappa-1))] and
+    falls to 0.875 at u = 0 or 1).
     """
     g = torch.arange(kappa, device=u.device, dtype=u.dtype)                  # (kappa,) knot g sits at g/(kappa-1)
     B = bspline_kernel((u.unsqueeze(-1) * (kappa - 1) - g).abs())            # (..., kappa); |u - t_g|(kappa-1)

@@ -7,17 +7,17 @@ embedding is switched by one field, GPTConfig.emb (docs/method.md, section 5):
     lev             LEV (lev.py): a compact generator of embeddings; dense untied head
     albert          A (V x m) then P (m x D), linear; dense head               (baseline)
     flat_mlp        A (V x m) then MLP m -> H -> D; dense head                 (ablation)
-    factorized_mlp  LEV's digits + codebooks seed (steps 1-2), then MLP d_s -> H -> D (ablation)
+    factorized_mlp  LEV's digits + codebooks seed (steps 0-2), then MLP d_in -> H -> D (ablation)
 
 albert / flat_mlp / factorized_mlp choose their width (m or H) so that their input map has as many
 parameters as LEV's (matched_widths; `python model.py` prints the match). Rotary positions keep the token
 embedding the only input table.
 
-Equal footing (our choice, docs/method.md section 4): the arms' input maps start at very different scales
-when built as they are (RMS of the input vectors at D = 384: lev ~0.22, tables 0.02, albert ~0.002,
-flat_mlp ~0.0004), and in short runs scale alone can order the arms. `input_scale` puts every arm's input
-vectors at the same RMS (`input_rms`) at initialisation: "init" rescales the last layer of each input map,
-"norm" puts an RMSNorm (gain initialised to input_rms) after every input map, "none" leaves them as built.
+Equal footing (our choice, docs/method.md section 4, which gives the scales): the arms' input maps start at
+very different scales when built as they are, and in short runs scale alone can order the arms. `input_scale`
+puts every arm's input vectors at the same RMS (`input_rms`) at initialisation: "init" rescales the last layer
+of each input map, "norm" puts an RMSNorm (gain initialised to input_rms) after every input map, "none" leaves
+them as built.
 
 GPTConfig's defaults are GPT-2 small's size (12 layers, width 768, context 1024); the sizes this project trains
 are presets (util/presets.py). Two fields choose how, not what, is computed: lev_fast (LEV as written in lev.py,
@@ -283,7 +283,7 @@ class GPT(nn.Module):
             self.wte = FlatMLPEmbedding(V, w["flat_m"], w["flat_H"], D, cfg.emb_mlp_act, cfg.emb_mlp_bias)
         elif cfg.emb == "factorized_mlp":
             self.wte = FactorizedMLPEmbedding(cfg.lev, w["factorized_H"], cfg.emb_mlp_act, cfg.emb_mlp_bias)
-        # equal footing, "norm": eps far below the tiniest arm's mean square (flat_mlp as built: ~1e-7)
+        # equal footing, "norm": eps far below the tiniest arm's mean square (flat_mlp's, docs/method.md section 4)
         self.input_norm = RMSNorm(D, eps=1e-12) if cfg.input_scale == "norm" else None
         # nanoGPT-style init: N(0, 0.02) for every Linear and Embedding (biases 0), residual projections scaled
         # by 1/sqrt(2 n_layer). LEV's parameters and factorized_mlp's codebooks are plain Parameters that

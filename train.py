@@ -67,8 +67,8 @@ class TrainConfig:
     sample_start: str = "The"     # the prompt of that sample ("" = the end-of-text token)
     quiet: bool = False           # print one summary line at the end instead of the banner and the progress lines
                                   # (notebooks; problems are still printed)
-    preset: str = "cpu"           # named defaults (util/presets.py): cpu (the quick start), ref, tiny, shakespeare,
-                                  # pile-200m, pile-400m, pile-1b; flags given on the command line override them
+    preset: str = "cpu"           # named defaults (util/presets.py): cpu (the quick start), ref, big, tiny,
+                                  # shakespeare, pile-200m, pile-400m, pile-1b; flags given on the command line override them
 
     CHOICES = dict(preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES))
 
