@@ -71,6 +71,8 @@ class TrainConfig:
                                   # shakespeare, pile-200m, pile-400m, pile-1b; flags given on the command line override them
 
     CHOICES = dict(preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES))
+    # What a checkpoint written before a field existed meant by it (as GPTConfig.LEGACY does for the model).
+    LEGACY = dict(decay_lev_norm=True)
 
 
 CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=checked(int, 1),
@@ -160,8 +162,8 @@ def setup(argv=None) -> Run:
     tc.out_dir = tc.out_dir or os.path.join("out", args.emb)
     ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt")) if tc.resume else None
     if ckpt is not None:
-        older = dict(decay_lev_norm=True)     # checkpoints from before that option decayed LEV's LayerNorm
-        for k, v in {**older, **ckpt["train_args"], **flatten(GPTConfig, GPTConfig.saved(ckpt["model_args"]))}.items():
+        saved = {**TrainConfig.LEGACY, **ckpt["train_args"], **flatten(GPTConfig, GPTConfig.saved(ckpt["model_args"]))}
+        for k, v in saved.items():
             if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir"):
                 setattr(args, k, v)
         tc = pick(TrainConfig, args, out_dir=tc.out_dir)
