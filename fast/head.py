@@ -35,8 +35,9 @@ Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has
     VOCAB_SLICE columns into the block's buffer: a speed detail of MKL's matmul, the same numbers.)
   - Each block's loss and softmax - one-hot ("the rows"): on a CPU, head_kernel.cpp does them in one C++ pass
     per row of logits, in place, in the matmul's dtype (PyTorch makes five passes over float32 copies of the
-    whole block); elsewhere, under torch.compile, or with kernel="torch" or float64, PyTorch's block_log_softmax and
-    softmax_minus_onehot_. The same numbers to float rounding (tests/test_head.py compares them).
+    whole block); elsewhere, or with kernel="torch" or float64, PyTorch's block_log_softmax and
+    softmax_minus_onehot_. The same numbers to float rounding (tests/test_head.py compares them). The whole head
+    runs eagerly inside a torch.compile'd model.
   - Dtypes follow nn.Linear: under torch.autocast the matmuls run in the autocast dtype (bf16), as they
     would for `lm_head(x)`; otherwise in the inputs' dtype. The logits are upcast to float32 (float64 for
     float64 inputs; the C++ rows: one by one, in registers) for log_softmax, the loss and dL/dz, which goes
@@ -72,13 +73,19 @@ CHUNK_MAX_BYTES = 256 << 20
 VOCAB_SLICE = 1024
 # A bf16 block's dL/dW product is computed and added to the float32 sum this many vocabulary rows at a time, so that
 # each slice is added while it is still in the cache (docs/performance.md, "The output head at large vocabularies").
+# CPU only: on a GPU the slices would only add kernel launches.
 DW_SLICE = 8192
+# On a GPU, blocks hold this many logits (1 GiB in float32): each block pays a (V, D) sum for dL/dW at memory speed,
+# so fewer, larger blocks; memory is less scarce there (an untested choice of ours, docs/performance.md).
+CHUNK_GPU_LOGITS = 1 << 28
 
 
-def default_chunk_size(V: int, bytes_per_logit: int = 0) -> int:
-    """The most positions a block may have (head.blocks evens the blocks out): CHUNK_LOGITS logits for PyTorch's
-    rows (bytes_per_logit 0), CHUNK_BYTES of logits for the C++ rows (bytes_per_logit: the matmul dtype's size),
-    and at least CHUNK_MIN_ROWS."""
+def default_chunk_size(V: int, bytes_per_logit: int = 0, device_type: str = "cpu") -> int:
+    """The most positions a block may have (head.blocks evens the blocks out): on a CPU, CHUNK_LOGITS logits for
+    PyTorch's rows (bytes_per_logit 0), CHUNK_BYTES of logits for the C++ rows (bytes_per_logit: the matmul dtype's
+    size), and at least CHUNK_MIN_ROWS; on any other device, CHUNK_GPU_LOGITS logits."""
+    if device_type != "cpu":
+        return max(1, CHUNK_GPU_LOGITS // V)
     logits = CHUNK_BYTES // bytes_per_logit if bytes_per_logit else CHUNK_LOGITS
     ceiling = CHUNK_MAX_BYTES // ((bytes_per_logit or 4) * V)                # PyTorch's rows: float32 copies
     return max(1, logits // V, min(CHUNK_MIN_ROWS, ceiling))
@@ -107,6 +114,7 @@ def plain_cross_entropy(x, W, targets, reduction="mean"):
     return loss.view(targets.shape) if reduction == "none" else loss
 
 
+@torch.compiler.disable   # eager inside a compiled model: traced, the loops over blocks would unroll with N and V
 def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kernel="auto", link=None):
     """Cross-entropy of the logits x W^T against targets, block by block over positions.
 
@@ -114,10 +122,11 @@ def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kerne
     scalar, "none" the per-token losses with targets' shape; float32 (float64 for float64 inputs).
     chunk_size: the most positions per block (default: default_chunk_size); head.blocks evens the blocks out.
     kernel: each block's loss and softmax - one-hot by the C++ rows ("cpp", head_kernel.cpp), by PyTorch
-    ("torch"), or "auto": C++ for float32 and bfloat16 on a CPU when it builds (not under torch.compile),
-    else PyTorch.
+    ("torch"), or "auto": C++ for float32 and bfloat16 on a CPU when it builds, else PyTorch.
     link: a GradLink shared with tied_lookup on the same W (a tied model): backward leaves dL/dW there for the
     lookup to add its rows into.
+    Runs eagerly inside a torch.compile'd model (a graph break), like LEV's chunked torch path (fast/lev_fast.py):
+    traced, its loops would unroll into thousands of graph nodes at large V and N.
     """
     if reduction not in ("mean", "sum", "none"):
         raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}.")
@@ -130,7 +139,7 @@ def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kerne
     dtype = compute_dtype(x, W)
     acc = torch.float64 if dtype == torch.float64 else torch.float32
     rows = row_kernel(x.device, dtype, acc, kernel)
-    chunk = (default_chunk_size(W.shape[0], dtype.itemsize if rows else 0) if chunk_size is None
+    chunk = (default_chunk_size(W.shape[0], dtype.itemsize if rows else 0, x.device.type) if chunk_size is None
              else int(chunk_size))
     if chunk < 1:
         raise ValueError(f"chunk_size must be a positive number of positions, got {chunk_size}.")
@@ -194,8 +203,8 @@ def row_kernel(device: torch.device, dtype: torch.dtype, acc: torch.dtype, kerne
     if kernel not in native.KERNELS:
         raise ValueError(f"kernel must be one of {', '.join(native.KERNELS)}; got {kernel!r}.")
     fits = device.type == "cpu" and acc == torch.float32 and dtype in (torch.float32, torch.bfloat16)
-    if kernel == "torch" or (kernel == "auto" and (not fits or torch.compiler.is_compiling())):
-        return None                                     # (torch.compile cannot trace the C++ call: PyTorch's rows)
+    if kernel == "torch" or (kernel == "auto" and not fits):
+        return None
     if not fits:
         raise ValueError(f"kernel='cpp' runs on CPU tensors of float32 or bfloat16; got {dtype} on {device}.")
     return native.load("head_kernel.cpp", required=kernel == "cpp", fallback="the PyTorch rows (kernel='torch')")
@@ -243,10 +252,11 @@ def chunked_pass(xc, Wc, targets, chunk, acc, need_x, need_W, g=None, rows=None)
                 grad_W.addmm_(dz.t(), xc[a:b]) if add else torch.mm(dz.t(), xc[a:b], out=grad_W)
             elif need_W:                                                     # bf16 matmul, float32 sum, by
                 V = Wc.shape[0]                                              # slices that stay in the cache
-                for j in range(0, V, DW_SLICE):
-                    part = torch.mm(dz[:, j:j + DW_SLICE].t(), xc[a:b],
-                                    out=workspace("dW", (min(DW_SLICE, V - j), D), dz.dtype, dz.device))
-                    dst = grad_W[j:j + DW_SLICE]
+                step = DW_SLICE if dz.device.type == "cpu" else V            # (a CPU's; elsewhere one piece)
+                for j in range(0, V, step):
+                    part = torch.mm(dz[:, j:j + step].t(), xc[a:b],
+                                    out=workspace("dW", (min(step, V - j), D), dz.dtype, dz.device))
+                    dst = grad_W[j:j + step]
                     if rows is not None:                                 # one pass, no float32 copy of part
                         rows.sum_into_(dst, part, add)
                     else:
