@@ -4,7 +4,7 @@ a GPU. Each check runs in try/except under its own time limit and is recorded as
 last lines) or skipped (with the reason), with its time and numbers; a failure never stops the others. The
 report goes to --out as report.json and report.md, and the markdown is printed. Exit code 1 if a check failed.
 
-    python -m experiments.gpu_check                                # one H100/H200: about 6 minutes (estimate below)
+    python -m experiments.gpu_check                                # one H200: about 6 minutes (times below)
     python -m experiments.gpu_check --dry-run --out /tmp/gpu_check # the same checks, tiny, on the CPU: well under a minute
     python -m experiments.gpu_check --only lev_cuda,table_fresh    # some of the checks
 
@@ -27,11 +27,12 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
   torchrun      skipped on one GPU (tests/test_rehearsal.py runs torchrun with 2 gloo processes on the CPU);
                 with >= 2 GPUs: 2 processes of the pile_train run at a small size, losses finite.
 
-Time estimate on one H100 (8 minutes budget), mostly compilation: env_compile 20 s; lev_cuda 10 s;
-table_fresh 10 s; head_bf16 5 s; bench 150 s (4 compiled models: ~30 s each, then 5 rounds); pile_train
-2 x 70 s (start-up + compile ~50 s, partly from bench's inductor cache, 50 steps x 4 x 16 x 512 tokens
-~10 s, evaluation at steps 0 and 50, one checkpoint); together about 6 minutes. Each check's own limit
-(LIMITS) stops a hang, and --budget (450 s) bounds them all: a check gets at most the time left.
+Times measured on one H200 (docs/performance.md, "On a GPU"): env_compile 7 s; lev_cuda 4 s; table_fresh 38 s
+(36 s of it building the CPU kernel lev_kernel.cpp, once per machine); head_bf16 3 s; bench 127 s (4 compiled
+models, 10-57 s each, then 5 rounds). pile_train, estimated: 2 x ~80 s (start-up and compile ~30 s, 50 steps x
+4 x 16 x 512 tokens at 0.1-0.2 s per 8,192 tokens, evaluation at steps 0 and 50, one checkpoint); about 6 minutes
+in all. Each check's own limit (LIMITS) stops a hang, and --budget (450 s) bounds them all: a check gets at most
+the time left.
 """
 import gc
 import json
