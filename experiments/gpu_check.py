@@ -4,7 +4,7 @@ a GPU. Each check runs in try/except under its own time limit and is recorded as
 last lines) or skipped (with the reason), with its time and numbers; a failure never stops the others. The
 report goes to --out as report.json and report.md, and the markdown is printed. Exit code 1 if a check failed.
 
-    python -m experiments.gpu_check                                # one H200: about 6 minutes (times below)
+    python -m experiments.gpu_check                                # one H200: about 8 minutes (times below)
     python -m experiments.gpu_check --dry-run --out /tmp/gpu_check # the same checks, tiny, on the CPU: well under a minute
     python -m experiments.gpu_check --only lev_cuda,table_fresh    # some of the checks
 
@@ -24,15 +24,20 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
   pile_train    `train.py --preset=pile-200m` for tied and lev, 50 steps, --grad-accum 4, compile, bf16, on a
                 synthetic dataset written here (Zipf o200k ids, uint32 shards, meta.json as data/prepare.py
                 writes it, in a temporary data root as pile_o200k_base): loss goes down, tokens/s, MFU, eval loss.
+  tune          at the pile-200m size, compiled, bf16: the step with other block sizes for the head
+                (head.CHUNK_GPU_LOGITS 2^26, 2^30 against 2^28) and LEV's torch path (lev_fast.CHUNK_ELEMENTS 2^26,
+                2^28 against 2^23), and tied with the plain head, each timed in turns against its default; and a
+                torch.profiler table of one lev step: the top operators by device time, kernel launches, syncs,
+                and how busy the device was. Numbers for choosing those constants, not pass/fail.
   torchrun      skipped on one GPU (tests/test_rehearsal.py runs torchrun with 2 gloo processes on the CPU);
                 with >= 2 GPUs: 2 processes of the pile_train run at a small size, losses finite.
 
 Times measured on one H200 (docs/performance.md, "On a GPU"): env_compile 7 s; lev_cuda 4 s; table_fresh 38 s
 (36 s of it building the CPU kernel lev_kernel.cpp, once per machine); head_bf16 3 s; bench 127 s (4 compiled
-models, 10-57 s each, then 5 rounds). pile_train, estimated: 2 x ~80 s (start-up and compile ~30 s, 50 steps x
-4 x 16 x 512 tokens at 0.1-0.2 s per 8,192 tokens, evaluation at steps 0 and 50, one checkpoint); about 6 minutes
-in all. Each check's own limit (LIMITS) stops a hang, and --budget (450 s) bounds them all: a check gets at most
-the time left.
+models, 10-57 s each, then 5 rounds). Estimated: pile_train 2 x ~80 s (start-up and compile ~30 s, 50 steps x
+4 x 16 x 512 tokens at 0.1-0.2 s per 8,192 tokens, evaluation at steps 0 and 50, one checkpoint); tune ~100 s
+(3 compiled models, 8 variants x 5 rounds, a profile); about 8 minutes in all. Each check's own limit (LIMITS)
+stops a hang, and --budget (560 s) bounds them all: a check gets at most the time left.
 """
 import gc
 import json
@@ -59,8 +64,9 @@ from util import presets, runtime, timing
 from util.cli import checked, parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder (train.py runs there)
-CHECKS = ("env_compile", "lev_cuda", "table_fresh", "head_bf16", "bench", "pile_train", "torchrun")
-LIMITS = dict(env_compile=120, lev_cuda=90, table_fresh=90, head_bf16=60, bench=300, pile_train=360, torchrun=240)
+CHECKS = ("env_compile", "lev_cuda", "table_fresh", "head_bf16", "bench", "pile_train", "tune", "torchrun")
+LIMITS = dict(env_compile=120, lev_cuda=90, table_fresh=90, head_bf16=60, bench=300, pile_train=360, tune=180,
+              torchrun=240)
 O200K = 200019                                                       # o200k_base's vocabulary size
 
 
@@ -70,10 +76,10 @@ class CheckConfig:
     dry_run: bool = False         # every check at tiny sizes on the CPU, compile off: tests this script itself
     device: str = "auto"          # the device to check (auto: cuda); --dry-run uses cpu
     only: str = ""                # comma-separated check names to run ("" = all): env_compile, lev_cuda, table_fresh,
-                                  # head_bf16, bench, pile_train, torchrun
+                                  # head_bf16, bench, pile_train, tune, torchrun
     steps: int = 50               # pile_train: train.py steps per arm
     limit_scale: float = 1.0      # multiply every check's time limit (LIMITS) by this
-    budget: float = 450.0         # seconds for all checks: each gets at most what is left; none left -> skipped
+    budget: float = 560.0         # seconds for all checks: each gets at most what is left; none left -> skipped
 
     def __post_init__(self):
         bad = [c for c in self.only.split(",") if c and c not in CHECKS]
@@ -286,6 +292,76 @@ def check_bench(ctx: Ctx) -> dict:
         gc.collect()
         if ctx.cuda:
             torch.cuda.empty_cache()
+    return res
+
+
+def patched(fn, settings):
+    """fn, run with module constants set to settings [(module, name, value)] and restored afterwards."""
+    def run():
+        saved = [(m, n, getattr(m, n)) for m, n, _ in settings]
+        for m, n, v in settings:
+            setattr(m, n, v)
+        try:
+            fn()
+        finally:
+            for m, n, v in saved:
+                setattr(m, n, v)
+    return run
+
+
+def profile_step(fn, device: str, top: int = 12) -> dict:
+    """One call of fn under torch.profiler: its top operators by self device time (CPU time on a CPU), kernel
+    launches and host-device syncs, and the device's busy time as a share of the step's wall time."""
+    from torch.profiler import ProfilerActivity, profile
+    cuda = device.startswith("cuda")
+    fn()
+    timing.sync(device)
+    with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
+        t0 = time.perf_counter()
+        fn()
+        timing.sync(device)
+        wall = time.perf_counter() - t0
+    ev = prof.key_averages()
+    self_time = lambda e: getattr(e, "self_device_time_total", None) if cuda else e.self_cpu_time_total
+    if cuda and self_time(ev[0]) is None:                             # older torch: the CUDA name
+        self_time = lambda e: e.self_cuda_time_total
+    ops = sorted((e for e in ev if e.key.startswith("aten::")), key=self_time, reverse=True)[:top]
+    kernels = sorted((e for e in ev if e.device_type == torch.autograd.DeviceType.CUDA), key=self_time, reverse=True)
+    count = lambda *names: sum(e.count for e in ev if e.key.startswith(names))
+    row = lambda e: [e.key[:80], e.count, round(self_time(e) / 1e3, 2)]   # name, calls, ms
+    return dict(wall_ms=1e3 * wall, aten_calls=count("aten::"), kernel_launches=count("cudaLaunch"),
+                syncs=count("cudaStreamSynchronize", "cudaDeviceSynchronize", "cudaMemcpy"),
+                device_busy=sum(map(self_time, kernels)) / 1e3 / (1e3 * wall) if cuda else None,
+                top_ops=[row(e) for e in ops], top_kernels=[row(e) for e in kernels[:8]])
+
+
+def check_tune(ctx: Ctx) -> dict:
+    """Block sizes of the head and of LEV's torch path at pile-200m, timed against the defaults; a lev step's profile."""
+    from fast import lev_fast
+    size = ctx.pick(presets.PRESETS["pile-200m"], dict(presets.TINY, n_layer=1, batch_size=2))
+    cfg, B = presets.gpt_config(size, vocab_size=O200K), size["batch_size"]
+    dtype = ctx.pick("bfloat16", runtime.pick_dtype("auto", ctx.device)[0])
+    ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
+    x, y = ids[:, :-1], ids[:, 1:]
+    step = {arm: timing.train_step(replace(cfg, **kw), x, y, ctx.device, dtype, compile=not ctx.dry)[0]
+            for arm, kw in dict(tied=dict(emb="tied"), lev=dict(emb="lev"), tied_plain=dict(emb="tied", head="plain")).items()}
+    H, L = (head, "CHUNK_GPU_LOGITS"), (lev_fast, "CHUNK_ELEMENTS")
+    variants = {"tied": [], "tied head 2^26": [(*H, 1 << 26)], "tied head 2^30": [(*H, 1 << 30)],
+                "tied plain head": None, "lev": [], "lev head 2^30": [(*H, 1 << 30)],
+                "lev chunk 2^26": [(*L, 1 << 26)], "lev chunk 2^28": [(*L, 1 << 28)]}
+    fns = {name: step["tied_plain"] if s is None else patched(step[name.split()[0]], s) for name, s in variants.items()}
+    for fn in fns.values():                                           # compile, AdamW state, the largest workspaces
+        fn()
+    try:
+        t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, "gpu_check tune")
+        res = {name: dict(step_ms=1e3 * float(np.median(t[name])),
+                          vs_default=timing.paired(t, name.split()[0], name)) for name in fns}
+        try:                                                          # the timings stand even if this fails
+            res["profile_lev"] = profile_step(step["lev"], ctx.device)
+        except Exception as e:
+            res["profile_lev"] = dict(error=f"{type(e).__name__}: {e}"[-500:])
+    finally:
+        head._WORKSPACE.clear()                                       # the 2^30 variant's buffers
     return res
 
 

@@ -26,6 +26,9 @@ def test_dry_run_every_check_ok(tmp_path):
     assert report["environment"]["torch"] and report["environment"]["device"] == "cpu"
     pile = next(c for c in report["checks"] if c["name"] == "pile_train")["numbers"]
     assert pile["lev"]["val_loss"][-1] < pile["lev"]["val_loss"][0]
+    tune = next(c for c in report["checks"] if c["name"] == "tune")["numbers"]
+    assert tune["tied"]["vs_default"] == tune["lev"]["vs_default"] == 1.0 and tune["lev chunk 2^28"]["step_ms"] > 0
+    assert tune["profile_lev"]["aten_calls"] > 0 and tune["profile_lev"]["top_ops"], tune["profile_lev"]
     md = (tmp_path / "report.md").read_text()
     assert all(f"| {name} |" in md for name in gpu_check.CHECKS) and md in p.stdout
 
