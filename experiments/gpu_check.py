@@ -336,15 +336,16 @@ def profile_step(fn, device: str, top: int = 12) -> dict:
 
 
 def check_tune(ctx: Ctx) -> dict:
-    """Block sizes of the head and of LEV's torch path at pile-200m, timed against the defaults; a lev step's profile."""
+    """Block sizes of the head and LEV's torch path at pile-200m, timed against the defaults; a lev step's profile."""
     from fast import lev_fast
     size = ctx.pick(presets.PRESETS["pile-200m"], dict(presets.TINY, n_layer=1, batch_size=2))
     cfg, B = presets.gpt_config(size, vocab_size=O200K), size["batch_size"]
     dtype = ctx.pick("bfloat16", runtime.pick_dtype("auto", ctx.device)[0])
     ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
     x, y = ids[:, :-1], ids[:, 1:]
+    arms = dict(tied=dict(emb="tied"), lev=dict(emb="lev"), tied_plain=dict(emb="tied", head="plain"))
     step = {arm: timing.train_step(replace(cfg, **kw), x, y, ctx.device, dtype, compile=not ctx.dry)[0]
-            for arm, kw in dict(tied=dict(emb="tied"), lev=dict(emb="lev"), tied_plain=dict(emb="tied", head="plain")).items()}
+            for arm, kw in arms.items()}
     H, L = (head, "CHUNK_GPU_LOGITS"), (lev_fast, "CHUNK_ELEMENTS")
     variants = {"tied": [], "tied head 2^26": [(*H, 1 << 26)], "tied head 2^30": [(*H, 1 << 30)],
                 "tied plain head": None, "lev": [], "lev head 2^30": [(*H, 1 << 30)],
