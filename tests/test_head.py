@@ -431,6 +431,21 @@ def test_the_head_runs_eagerly_inside_a_compiled_model(monkeypatch):
     assert nodes[64] == nodes[8], nodes
 
 
+def test_a_kernel_that_cannot_be_built_warns_and_falls_back(tmp_path, monkeypatch):
+    """native.load on a source that does not compile: one warning naming the fallback, None, and a
+    RuntimeError that says what to install when the kernel is required; head.py then uses PyTorch's rows."""
+    (tmp_path / "head_kernel.cpp").write_text("this is not C++\n")
+    monkeypatch.setattr(native, "ROOT", str(tmp_path))
+    monkeypatch.setattr(native, "BUILT", {})
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "build"))
+    with pytest.warns(UserWarning, match="could not build the C\\+\\+ kernel head_kernel.cpp"):
+        assert native.load("head_kernel.cpp", required=False) is None
+    with pytest.raises(RuntimeError, match="Install a C\\+\\+ compiler"):
+        native.load("head_kernel.cpp", required=True)
+    x, W, targets = data(6, 4, 9, dtype=torch.float32)
+    assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)     # "auto": the PyTorch rows
+
+
 def test_a_kernel_build_is_announced_whenever_one_happens(tmp_path, monkeypatch, capsys):
     """native.load says "compiling" when ninja will build: no .so yet, or a .so older than the source (after an
     edit, a git pull or a git checkout of it); not when the build is up to date. (torch's build is faked here.)"""
