@@ -237,9 +237,8 @@ def check_head_bf16(ctx: Ctx) -> dict:
     ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
     N = B * cfg.block_size
     chunk = N // 5                                                   # 5 blocks of positions
-    saved, head.default_chunk_size = head.default_chunk_size, lambda *args: chunk
-    try:
-        out = {}
+    out = {}
+    with constants([(head, "default_chunk_size", lambda *args: chunk)]):
         for kind in ("plain", "chunked"):
             torch.manual_seed(0)
             model = GPT(replace(cfg, head=kind)).to(ctx.device)
@@ -247,8 +246,6 @@ def check_head_bf16(ctx: Ctx) -> dict:
                 _, loss = model(ids[:, :-1], ids[:, 1:])
             loss.backward()
             out[kind] = (loss.item(), {n: p.grad.float() for n, p in model.named_parameters()})
-    finally:
-        head.default_chunk_size = saved
     (lp, gp), (lc, gc) = out["plain"], out["chunked"]
     assert math.isfinite(lc) and abs(lc - lp) <= 1e-3 * abs(lp), (lc, lp)
     rel = {n: ((gc[n] - gp[n]).norm() / gp[n].norm().clamp_min(1e-30)).item() for n in gp}
@@ -295,26 +292,32 @@ def check_bench(ctx: Ctx) -> dict:
     return res
 
 
-def patched(fn, settings):
-    """fn, run with module constants set to settings [(module, name, value)] and restored afterwards."""
-    def run():
-        saved = [(m, n, getattr(m, n)) for m, n, _ in settings]
-        for m, n, v in settings:
+@contextmanager
+def constants(settings):
+    """Module attributes set to settings [(module, name, value)] inside the block, restored after it."""
+    saved = [(m, n, getattr(m, n)) for m, n, _ in settings]
+    for m, n, v in settings:
+        setattr(m, n, v)
+    try:
+        yield
+    finally:
+        for m, n, v in saved:
             setattr(m, n, v)
-        try:
+
+
+def patched(fn, settings):
+    """fn, run under constants(settings) at each call."""
+    def run():
+        with constants(settings):
             fn()
-        finally:
-            for m, n, v in saved:
-                setattr(m, n, v)
     return run
 
 
 def profile_step(fn, device: str, top: int = 12) -> dict:
-    """One call of fn under torch.profiler: its top operators by self device time (CPU time on a CPU), kernel
-    launches and host-device syncs, and the device's busy time as a share of the step's wall time."""
+    """One call of fn (already warmed up) under torch.profiler: its top operators by self device time (CPU time on
+    a CPU), kernel launches and host-device syncs, and the device's busy time as a share of the step's wall time."""
     from torch.profiler import ProfilerActivity, profile
     cuda = device.startswith("cuda")
-    fn()
     timing.sync(device)
     with profile(activities=[ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if cuda else [])) as prof:
         t0 = time.perf_counter()
@@ -351,9 +354,7 @@ def check_tune(ctx: Ctx) -> dict:
                 "tied plain head": None, "lev": [], "lev head 2^30": [(*H, 1 << 30)],
                 "lev chunk 2^26": [(*L, 1 << 26)], "lev chunk 2^28": [(*L, 1 << 28)]}
     fns = {name: step["tied_plain"] if s is None else patched(step[name.split()[0]], s) for name, s in variants.items()}
-    for fn in fns.values():                                           # compile, AdamW state, the largest workspaces
-        fn()
-    try:
+    try:                                                              # warm-up: compile, AdamW state, workspaces
         t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, "gpu_check tune")
         res = {name: dict(step_ms=1e3 * float(np.median(t[name])),
                           vs_default=timing.paired(t, name.split()[0], name)) for name in fns}
