@@ -27,8 +27,8 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
   tune          at the pile-200m size, compiled, bf16: the step with other block sizes for the head
                 (head.CHUNK_GPU_LOGITS 2^26, 2^30 against 2^28) and LEV's torch path (lev_fast.CHUNK_ELEMENTS 2^26,
                 2^28 against 2^23), and tied with the plain head, each timed in turns against its default; and a
-                torch.profiler table of one lev step: the top operators by device time, kernel launches, syncs,
-                and how busy the device was. Numbers for choosing those constants, not pass/fail.
+                torch.profiler table of one tied and one lev step: the top operators by device time, kernel
+                launches, syncs, and how busy the device was. Numbers for choosing those constants, not pass/fail.
   torchrun      skipped on one GPU (tests/test_rehearsal.py runs torchrun with 2 gloo processes on the CPU);
                 with >= 2 GPUs: 2 processes of the pile_train run at a small size, losses finite.
 
@@ -36,7 +36,7 @@ Times measured on one H200 (docs/performance.md, "On a GPU"): env_compile 7 s; l
 (36 s of it building the CPU kernel lev_kernel.cpp, once per machine); head_bf16 3 s; bench 127 s (4 compiled
 models, 10-57 s each, then 5 rounds). Estimated: pile_train 2 x ~80 s (start-up and compile ~30 s, 50 steps x
 4 x 16 x 512 tokens at 0.1-0.2 s per 8,192 tokens, evaluation at steps 0 and 50, one checkpoint); tune ~100 s
-(3 compiled models, 8 variants x 5 rounds, a profile); about 8 minutes in all. Each check's own limit (LIMITS)
+(3 compiled models, 8 variants x 5 rounds, two profiles); about 8 minutes in all. Each check's own limit (LIMITS)
 stops a hang, and --budget (560 s) bounds them all: a check gets at most the time left.
 """
 import gc
@@ -339,7 +339,8 @@ def profile_step(fn, device: str, top: int = 12) -> dict:
 
 
 def check_tune(ctx: Ctx) -> dict:
-    """Block sizes of the head and LEV's torch path at pile-200m, timed against the defaults; a lev step's profile."""
+    """Block sizes of the head and LEV's torch path at pile-200m, timed against the defaults; profiles of a tied and
+    a lev step."""
     from fast import lev_fast
     size = ctx.pick(presets.PRESETS["pile-200m"], dict(presets.TINY, n_layer=1, batch_size=2))
     cfg, B = presets.gpt_config(size, vocab_size=O200K), size["batch_size"]
@@ -358,10 +359,11 @@ def check_tune(ctx: Ctx) -> dict:
         t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, "gpu_check tune")
         res = {name: dict(step_ms=1e3 * float(np.median(t[name])),
                           vs_default=timing.paired(t, name.split()[0], name)) for name in fns}
-        try:                                                          # the timings stand even if this fails
-            res["profile_lev"] = profile_step(step["lev"], ctx.device)
-        except Exception as e:
-            res["profile_lev"] = dict(error=f"{type(e).__name__}: {e}"[-500:])
+        for arm in ("tied", "lev"):                                   # side by side: where LEV's extra time goes
+            try:                                                      # the timings stand even if this fails
+                res[f"profile_{arm}"] = profile_step(step[arm], ctx.device)
+            except Exception as e:
+                res[f"profile_{arm}"] = dict(error=f"{type(e).__name__}: {e}"[-500:])
     finally:
         head._WORKSPACE.clear()                                       # the 2^30 variant's buffers
     return res
