@@ -34,7 +34,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from lev import LEV, LEVConfig, check_ids, digit_seed, id_permutation, lev_num_params
-from fast.head import GradLink, linear_cross_entropy, tied_lookup
+from fast.head import GradLink, linear_cross_entropy, tied_lookup, uses_chunked_head
 from fast.lev_fast import FastLEV
 from fast.native import KERNELS
 
@@ -56,8 +56,9 @@ class GPTConfig:
     # how the same function is computed (a resumed run may change these)
     lev_fast: bool = True         # LEV computed by fast/lev_fast.py's FastLEV; False: lev.LEV exactly as written (slow)
     lev_kernel: str = "auto"      # FastLEV's steps 3-6: "cpp" (C++, CPU), "torch" (any device), "auto" (cpp on a CPU)
-    head: str = "chunked"         # the output head's loss: "chunked" (fast/head.py: never holds the (B*T, V) logits)
-                                  # or "plain" (full logits, then cross-entropy: the readable reference)
+    head: str = "auto"            # the output head's loss: "chunked" (fast/head.py: never holds the (B*T, V) logits),
+                                  # "plain" (full logits, then cross-entropy: the readable reference, and on a GPU
+                                  # the faster one under torch.compile), "auto" (chunked on a CPU, plain elsewhere)
     head_kernel: str = "auto"     # the chunked head's rows: "cpp" (C++, CPU), "torch", "auto" (cpp on a CPU)
     # equal footing of the input maps (our choice; see the module docstring)
     input_scale: str = "init"     # "init": each input map's last layer rescaled so its output has RMS input_rms at
@@ -71,7 +72,7 @@ class GPTConfig:
     emb_mlp_act: str = "gelu"     # the nonlinearity of flat_mlp and factorized_mlp: gelu, relu or silu
     emb_mlp_bias: bool = False    # biases in the MLP layers of flat_mlp and factorized_mlp
 
-    CHOICES = dict(emb=EMB_CHOICES, lev_kernel=KERNELS, head=("chunked", "plain"), head_kernel=KERNELS,
+    CHOICES = dict(emb=EMB_CHOICES, lev_kernel=KERNELS, head=("auto", "chunked", "plain"), head_kernel=KERNELS,
                    input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"), emb_mlp_act=("gelu", "relu", "silu"))
     DERIVED = dict(lev=("vocab_size", "n_embd"))   # LEVConfig fields the model sets (V, D), so they are no flags
     # Fields that choose how the same function is computed, not what it is: a resumed run may change them.
@@ -358,14 +359,14 @@ class GPT(nn.Module):
         """idx (B, T) -> (logits (B, T, V), loss).
 
         With targets, loss is the mean cross-entropy (reduction="mean") or the per-token loss (B, T) with
-        reduction="none"; with the chunked head (cfg.head, the default) the logits are never formed and
+        reduction="none"; with the chunked head (cfg.head; the default on a CPU) the logits are never formed and
         None is returned in their place. Without targets: (logits, None); last_only=True returns logits
         (B, 1, V) of the last position (for sampling).
         """
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}; crop the input.")
-        chunked = targets is not None and self.cfg.head == "chunked"
+        chunked = targets is not None and uses_chunked_head(self.cfg.head, idx.device.type)
         # tied on a CPU: one dL/dW for W's two uses (not on GPUs, where index_add_'s atomic adds are not
         # deterministic as F.embedding's backward is; not under torch.compile, which would not trace it)
         link = (GradLink() if chunked and self.cfg.emb == "tied" and idx.device.type == "cpu"

@@ -24,9 +24,9 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
   pile_train    `train.py --preset=pile-200m` for tied and lev, 50 steps, --grad-accum 4, compile, bf16, on a
                 synthetic dataset written here (Zipf o200k ids, uint32 shards, meta.json as data/prepare.py
                 writes it, in a temporary data root as pile_o200k_base): loss goes down, tokens/s, MFU, eval loss.
-  tune          at the pile-200m size, compiled, bf16: the step with other block sizes for the head
-                (head.CHUNK_GPU_LOGITS 2^26, 2^30 against 2^28) and LEV's torch path (lev_fast.CHUNK_ELEMENTS 2^26,
-                2^28 against 2^23), and tied with the plain head, each timed in turns against its default; and a
+  tune          at the pile-200m size, compiled, bf16: tied and lev with the head that is not the device's default
+                (the chunked one on a GPU), and lev with other chunk sizes for LEV's torch path
+                (lev_fast.CHUNK_GPU_ELEMENTS 2^23, 2^28 against 2^26), each timed in turns against its default; a
                 torch.profiler table of one tied and one lev step: the top operators by device time, kernel
                 launches, syncs, and how busy the device was. Numbers for choosing those constants, not pass/fail.
   torchrun      skipped on one GPU (tests/test_rehearsal.py runs torchrun with 2 gloo processes on the CPU);
@@ -36,7 +36,7 @@ Times measured on one H200 (docs/performance.md, "On a GPU"): env_compile 7 s; l
 (36 s of it building the CPU kernel lev_kernel.cpp, once per machine); head_bf16 3 s; bench 127 s (4 compiled
 models, 10-57 s each, then 5 rounds). Estimated: pile_train 2 x ~80 s (start-up and compile ~30 s, 50 steps x
 4 x 16 x 512 tokens at 0.1-0.2 s per 8,192 tokens, evaluation at steps 0 and 50, one checkpoint); tune ~100 s
-(3 compiled models, 8 variants x 5 rounds, two profiles); about 8 minutes in all. Each check's own limit (LIMITS)
+(4 compiled models, 6 variants x 5 rounds, two profiles); about 8 minutes in all. Each check's own limit (LIMITS)
 stops a hang, and --budget (560 s) bounds them all: a check gets at most the time left.
 """
 import gc
@@ -339,22 +339,22 @@ def profile_step(fn, device: str, top: int = 12) -> dict:
 
 
 def check_tune(ctx: Ctx) -> dict:
-    """Block sizes of the head and LEV's torch path at pile-200m, timed against the defaults; profiles of a tied and
-    a lev step."""
+    """The other head and LEV's chunk sizes at pile-200m, timed against the defaults; profiles of a tied and a lev
+    step."""
     from fast import lev_fast
     size = ctx.pick(presets.PRESETS["pile-200m"], dict(presets.TINY, n_layer=1, batch_size=2))
     cfg, B = presets.gpt_config(size, vocab_size=O200K), size["batch_size"]
     dtype = ctx.pick("bfloat16", runtime.pick_dtype("auto", ctx.device)[0])
     ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
     x, y = ids[:, :-1], ids[:, 1:]
-    arms = dict(tied=dict(emb="tied"), lev=dict(emb="lev"), tied_plain=dict(emb="tied", head="plain"))
+    other = "plain" if head.uses_chunked_head("auto", torch.device(ctx.device).type) else "chunked"  # not the default
+    arms = {name: dict(emb=name.split()[0], **(dict(head=other) if " " in name else {}))
+            for name in ("tied", "lev", f"tied {other} head", f"lev {other} head")}
     step = {arm: timing.train_step(replace(cfg, **kw), x, y, ctx.device, dtype, compile=not ctx.dry)[0]
             for arm, kw in arms.items()}
-    H, L = (head, "CHUNK_GPU_LOGITS"), (lev_fast, "CHUNK_ELEMENTS")
-    variants = {"tied": [], "tied head 2^26": [(*H, 1 << 26)], "tied head 2^30": [(*H, 1 << 30)],
-                "tied plain head": None, "lev": [], "lev head 2^30": [(*H, 1 << 30)],
-                "lev chunk 2^26": [(*L, 1 << 26)], "lev chunk 2^28": [(*L, 1 << 28)]}
-    fns = {name: step["tied_plain"] if s is None else patched(step[name.split()[0]], s) for name, s in variants.items()}
+    L = (lev_fast, ctx.pick("CHUNK_GPU_ELEMENTS", "CHUNK_ELEMENTS"))
+    variants = {**{name: [] for name in arms}, "lev chunk 2^23": [(*L, 1 << 23)], "lev chunk 2^28": [(*L, 1 << 28)]}
+    fns = {name: patched(step[name if name in step else "lev"], s) for name, s in variants.items()}
     try:                                                              # warm-up: compile, AdamW state, workspaces
         t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, "gpu_check tune")
         res = {name: dict(step_ms=1e3 * float(np.median(t[name])),
@@ -365,7 +365,7 @@ def check_tune(ctx: Ctx) -> dict:
             except Exception as e:
                 res[f"profile_{arm}"] = dict(error=f"{type(e).__name__}: {e}"[-500:])
     finally:
-        head._WORKSPACE.clear()                                       # the 2^30 variant's buffers
+        head._WORKSPACE.clear()                                       # the chunked head's buffers
     return res
 
 

@@ -75,9 +75,16 @@ VOCAB_SLICE = 1024
 # each slice is added while it is still in the cache (docs/performance.md, "The output head at large vocabularies").
 # CPU only: on a GPU the slices would only add kernel launches.
 DW_SLICE = 8192
-# On a GPU, blocks hold this many logits (1 GiB in float32): each block pays a (V, D) sum for dL/dW at memory speed,
-# so fewer, larger blocks; memory is less scarce there (an untested choice of ours, docs/performance.md).
+# On a GPU (head="chunked" there), blocks hold this many logits (1 GiB in float32): each block pays a (V, D) sum for
+# dL/dW, so fewer, larger blocks (2^26 was slower, 2^30 no faster by much: docs/performance.md, "On a GPU").
 CHUNK_GPU_LOGITS = 1 << 28
+
+
+def uses_chunked_head(head: str, device_type: str) -> bool:
+    """Whether the model's loss uses this module's head: "chunked" yes, "plain" no, "auto" on a CPU only. On a GPU
+    the plain head is the faster one under torch.compile, whose inductor pads the odd vocabulary to aligned matmuls
+    and fuses the softmax, while this module's blocks run eagerly (docs/performance.md, "On a GPU")."""
+    return head == "chunked" or (head == "auto" and device_type == "cpu")
 
 
 def default_chunk_size(V: int, bytes_per_logit: int = 0, device_type: str = "cpu") -> int:

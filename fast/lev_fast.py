@@ -26,6 +26,8 @@ import lev
 from fast import native
 
 CHUNK_ELEMENTS = 1 << 23   # the torch path's phi holds at most this many numbers per chunk (32 MB in float32)
+# on a GPU, where each chunk costs a few hundred kernel launches, this many (256 MB; docs/performance.md, "On a GPU")
+CHUNK_GPU_ELEMENTS = 1 << 26
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -94,9 +96,9 @@ def spline_product(u: torch.Tensor, delta: torch.Tensor, normalize: bool = True,
 
 
 def chunks(N: int, S: torch.Tensor):
-    """Ranges of ids whose phi (n, h, d_s, r) holds about CHUNK_ELEMENTS numbers."""
+    """Ranges of ids whose phi (n, h, d_s, r) holds about CHUNK_ELEMENTS numbers (CHUNK_GPU_ELEMENTS off a CPU)."""
     h, d_s, _, r = S.shape
-    n = max(1, CHUNK_ELEMENTS // (h * d_s * r))
+    n = max(1, (CHUNK_ELEMENTS if S.device.type == "cpu" else CHUNK_GPU_ELEMENTS) // (h * d_s * r))
     return [(a, min(a + n, N)) for a in range(0, N, n)] or [(0, 0)]
 
 
