@@ -12,7 +12,8 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
   env_compile   CUDA + bf16 + torch.compile (inductor) on a small function, against eager.
   lev_cuda      LEV's chunked torch path (kernel "torch") == the plain path in float64 on the device, values and
                 every gradient; in float32 on the device, its error against a float64 CPU reference is no worse
-                than the plain float32 path's (V = 50257, spec's LEV defaults, 4 x 256 Zipf ids).
+                than the plain float32 path's (V = 50257, spec's LEV defaults, 4 x 256 Zipf ids, in chunks of
+                the CPU's 2^23 numbers so that the device too takes several).
   table_fresh   the materialised table is never stale: a lev model trained with model.configure_optimizer
                 (fused AdamW on CUDA) -- after every step, eval-mode no_grad logits (read from the table) equal
                 train-mode ones (LEV recomputed) and a fresh copy's; also after load_state_dict.
@@ -56,7 +57,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import torch
 
-from fast import head
+from fast import head, lev_fast
 from fast.lev_fast import FastLEV
 from lev import LEV, LEVConfig
 from model import GPT, GPTConfig
@@ -157,9 +158,11 @@ def check_lev_cuda(ctx: Ctx) -> dict:
                                    (False, torch.float64, "cpu")]}
     g = torch.randn(B, T, cfg.n_embd, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
     res = {}
+    small = [(lev_fast, "CHUNK_GPU_ELEMENTS", lev_fast.CHUNK_ELEMENTS)]   # several chunks on a GPU too
     for k, net in nets.items():
         net.load_state_dict(state)
-        out, grads = lev_grads(net, ids.to(k[2]), g.to(k[2], k[1]))
+        with constants(small):
+            out, grads = lev_grads(net, ids.to(k[2]), g.to(k[2], k[1]))
         res[k] = (out.cpu().double(), {n: v.cpu().double() for n, v in grads.items()})
     # float64 on the device: the chunked path is the plain path (rounding only)
     (out_f, g_f), (out_p, g_p) = res[(True, torch.float64, ctx.device)], res[(False, torch.float64, ctx.device)]
@@ -172,6 +175,7 @@ def check_lev_cuda(ctx: Ctx) -> dict:
     fast, slow = res[(True, torch.float32, ctx.device)], res[(False, torch.float32, ctx.device)]
     numbers = dict(f64_max_abs_diff=(out_f - out_p).abs().max().item(), f32_rel_err=rel(fast[0], truth_out),
                    f32_plain_rel_err=rel(slow[0], truth_out), unique_ids=int(torch.unique(ids).numel()))
+    numbers["chunks"] = math.ceil(numbers["unique_ids"] / (lev_fast.CHUNK_ELEMENTS // (cfg.heads * cfg.d_seed * cfg.rank)))
     assert numbers["f32_rel_err"] < max(3 * numbers["f32_plain_rel_err"], 1e-5), numbers
     worst = max(rel(fast[1][n], truth_g[n]) / max(rel(slow[1][n], truth_g[n]), 1e-5) for n in truth_g)
     assert worst < 3, f"a float32 gradient of the fast path is {worst:.1f}x further from float64 than the plain path's"
@@ -341,7 +345,6 @@ def profile_step(fn, device: str, top: int = 12) -> dict:
 def check_tune(ctx: Ctx) -> dict:
     """The other head and LEV's chunk sizes at pile-200m, timed against the defaults; profiles of a tied and a lev
     step."""
-    from fast import lev_fast
     size = ctx.pick(presets.PRESETS["pile-200m"], dict(presets.TINY, n_layer=1, batch_size=2))
     cfg, B = presets.gpt_config(size, vocab_size=O200K), size["batch_size"]
     dtype = ctx.pick("bfloat16", runtime.pick_dtype("auto", ctx.device)[0])

@@ -39,9 +39,18 @@ def test_shapes_and_initial_loss(emb):
     torch.testing.assert_close(logits_last[:, 0], logits[:, -1])
 
 
+def test_the_auto_head_is_the_chunked_one_on_a_cpu_and_the_plain_one_elsewhere():
+    assert GPTConfig().head == "auto"
+    assert [head.uses_chunked_head(h, "cpu") for h in ("auto", "chunked", "plain")] == [True, True, False]
+    assert [head.uses_chunked_head(h, "cuda") for h in ("auto", "chunked", "plain")] == [False, True, False]
+    idx, targets = torch.randint(0, TINY.vocab_size, (2, 2, 16))
+    logits, loss = build("lev")(idx, targets)                           # on this CPU: no logits formed
+    assert logits is None and torch.isfinite(loss)
+
+
 @pytest.mark.parametrize("emb", ["tied", "lev"])
 def test_chunked_head_equals_the_plain_head_in_the_model(emb, monkeypatch):
-    """The default (chunked) head: the same loss, per-token losses and gradients of every parameter as the
+    """The chunked head (the default on a CPU): the same loss, per-token losses and gradients of every parameter as the
     plain head, and no logits formed; tied: through its lookup's rows added into the head's dL/dW."""
     links = []
     monkeypatch.setattr(model_mod, "GradLink", lambda: links.append(head.GradLink()) or links[-1])
