@@ -73,7 +73,8 @@ class GPTConfig:
     emb_mlp_bias: bool = False    # biases in the MLP layers of flat_mlp and factorized_mlp
 
     CHOICES = dict(emb=EMB_CHOICES, lev_kernel=KERNELS, head=("auto", "chunked", "plain"), head_kernel=KERNELS,
-                   input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"), emb_mlp_act=("gelu", "relu", "silu"))
+                   input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
+                   emb_mlp_act=("gelu", "relu", "silu"))
     DERIVED = dict(lev=("vocab_size", "n_embd"))   # LEVConfig fields the model sets (V, D), so they are no flags
     # Fields that choose how the same function is computed, not what it is: a resumed run may change them.
     COMPUTE_ONLY = ("lev_fast", "lev_kernel", "head", "head_kernel")

@@ -175,7 +175,8 @@ def check_lev_cuda(ctx: Ctx) -> dict:
     fast, slow = res[(True, torch.float32, ctx.device)], res[(False, torch.float32, ctx.device)]
     numbers = dict(f64_max_abs_diff=(out_f - out_p).abs().max().item(), f32_rel_err=rel(fast[0], truth_out),
                    f32_plain_rel_err=rel(slow[0], truth_out), unique_ids=int(torch.unique(ids).numel()))
-    numbers["chunks"] = math.ceil(numbers["unique_ids"] / (lev_fast.CHUNK_ELEMENTS // (cfg.heads * cfg.d_seed * cfg.rank)))
+    per_chunk = lev_fast.CHUNK_ELEMENTS // (cfg.heads * cfg.d_seed * cfg.rank)   # ids a chunk takes
+    numbers["chunks"] = math.ceil(numbers["unique_ids"] / per_chunk)
     assert numbers["f32_rel_err"] < max(3 * numbers["f32_plain_rel_err"], 1e-5), numbers
     worst = max(rel(fast[1][n], truth_g[n]) / max(rel(slow[1][n], truth_g[n]), 1e-5) for n in truth_g)
     assert worst < 3, f"a float32 gradient of the fast path is {worst:.1f}x further from float64 than the plain path's"

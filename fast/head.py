@@ -82,8 +82,8 @@ CHUNK_GPU_LOGITS = 1 << 28
 
 def uses_chunked_head(head: str, device_type: str) -> bool:
     """Whether the model's loss uses this module's head: "chunked" yes, "plain" no, "auto" on a CPU only. On a GPU
-    the plain head is the faster one under torch.compile, whose inductor pads the odd vocabulary to aligned matmuls
-    and fuses the softmax, while this module's blocks run eagerly (docs/performance.md, "On a GPU")."""
+    the plain head was the faster one under torch.compile (its softmax fused, its matmuls on aligned kernels), while
+    this module's blocks run eagerly (docs/performance.md, "On a GPU")."""
     return head == "chunked" or (head == "auto" and device_type == "cpu")
 
 
