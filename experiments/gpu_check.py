@@ -4,7 +4,7 @@ a GPU. Each check runs in try/except under its own time limit and is recorded as
 last lines) or skipped (with the reason), with its time and numbers; a failure never stops the others. The
 report goes to --out as report.json and report.md, and the markdown is printed. Exit code 1 if a check failed.
 
-    python -m experiments.gpu_check                                # one H200: about 8 minutes (times below)
+    python -m experiments.gpu_check                                # one H200: about 6 minutes (times below)
     python -m experiments.gpu_check --dry-run --out /tmp/gpu_check # the same checks, tiny, on the CPU: well under a minute
     python -m experiments.gpu_check --only lev_cuda,table_fresh    # some of the checks
 
@@ -35,10 +35,9 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
 
 Times measured on one H200 (docs/performance.md, "On a GPU"): env_compile 7 s; lev_cuda 4 s; table_fresh 38 s
 (36 s of it building the CPU kernel lev_kernel.cpp, once per machine); head_bf16 3 s; bench 127 s (4 compiled
-models, 10-57 s each, then 5 rounds). Estimated: pile_train 2 x ~80 s (start-up and compile ~30 s, 50 steps x
-4 x 16 x 512 tokens at 0.1-0.2 s per 8,192 tokens, evaluation at steps 0 and 50, one checkpoint); tune ~100 s
-(4 compiled models, 6 variants x 5 rounds, two profiles); about 8 minutes in all. Each check's own limit (LIMITS)
-stops a hang, and --budget (560 s) bounds them all: a check gets at most the time left.
+models, 10-57 s each, then 5 rounds); pile_train 116 s (tied 53 s, lev 63 s; 218 s with the chunked head); tune
+54 s (4 compiled models, 6 variants x 5 rounds, two profiles); about 6 minutes in all. Each check's own limit
+(LIMITS) stops a hang, and --budget (560 s) bounds them all: a check gets at most the time left.
 """
 import gc
 import json
@@ -175,8 +174,8 @@ def check_lev_cuda(ctx: Ctx) -> dict:
     fast, slow = res[(True, torch.float32, ctx.device)], res[(False, torch.float32, ctx.device)]
     numbers = dict(f64_max_abs_diff=(out_f - out_p).abs().max().item(), f32_rel_err=rel(fast[0], truth_out),
                    f32_plain_rel_err=rel(slow[0], truth_out), unique_ids=int(torch.unique(ids).numel()))
-    per_chunk = lev_fast.CHUNK_ELEMENTS // (cfg.heads * cfg.d_seed * cfg.rank)   # ids a chunk takes
-    numbers["chunks"] = math.ceil(numbers["unique_ids"] / per_chunk)
+    # delta is a CPU tensor, so this counts the CPU's chunks, which the device was given above
+    numbers["chunks"] = len(lev_fast.chunks(numbers["unique_ids"], state["delta"]))
     assert numbers["f32_rel_err"] < max(3 * numbers["f32_plain_rel_err"], 1e-5), numbers
     worst = max(rel(fast[1][n], truth_g[n]) / max(rel(slow[1][n], truth_g[n]), 1e-5) for n in truth_g)
     assert worst < 3, f"a float32 gradient of the fast path is {worst:.1f}x further from float64 than the plain path's"
@@ -352,8 +351,8 @@ def check_tune(ctx: Ctx) -> dict:
     ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
     x, y = ids[:, :-1], ids[:, 1:]
     other = "plain" if head.uses_chunked_head("auto", torch.device(ctx.device).type) else "chunked"  # not the default
-    arms = {name: dict(emb=name.split()[0], **(dict(head=other) if " " in name else {}))
-            for name in ("tied", "lev", f"tied {other} head", f"lev {other} head")}
+    arms = {"tied": dict(emb="tied"), "lev": dict(emb="lev"),
+            f"tied {other} head": dict(emb="tied", head=other), f"lev {other} head": dict(emb="lev", head=other)}
     step = {arm: timing.train_step(replace(cfg, **kw), x, y, ctx.device, dtype, compile=not ctx.dry)[0]
             for arm, kw in arms.items()}
     L = (lev_fast, ctx.pick("CHUNK_GPU_ELEMENTS", "CHUNK_ELEMENTS"))
