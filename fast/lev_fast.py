@@ -11,7 +11,8 @@ per-token reference in values and gradients (tests/test_lev.py, tests/test_fast.
                    "cpp"   lev_kernel.cpp (CPU), compiled on first use, registered as custom ops so that
                            torch.compile sees opaque calls;
                    "torch" chunks of ids in PyTorch (any device, the GPU path): memory bounded by
-                           CHUNK_ELEMENTS per chunk plus u (N, h, d_s), however many distinct ids N a batch has
+                           CHUNK_ELEMENTS per chunk (CHUNK_GPU_ELEMENTS off a CPU) plus u (N, h, d_s), however
+                           many distinct ids N a batch has
   projected_seed   steps 2-3's matmul on the k b codebook rows instead of on each id's seed z
   TableCache       rows of the V x D table G(0..V-1), computed once for evaluation and sampling, forgotten
                    whenever the weights may have changed
