@@ -355,13 +355,16 @@ def check_tune(ctx: Ctx) -> dict:
             f"tied {other} head": dict(emb="tied", head=other), f"lev {other} head": dict(emb="lev", head=other)}
     step = {arm: timing.train_step(replace(cfg, **kw), x, y, ctx.device, dtype, compile=not ctx.dry)[0]
             for arm, kw in arms.items()}
-    L = (lev_fast, ctx.pick("CHUNK_GPU_ELEMENTS", "CHUNK_ELEMENTS"))
-    variants = {**{name: [] for name in arms}, "lev chunk 2^23": [(*L, 1 << 23)], "lev chunk 2^28": [(*L, 1 << 28)]}
-    fns = {name: patched(step[name if name in step else "lev"], s) for name, s in variants.items()}
+    def chunk(n):                                                     # both bounds: lev_fast.chunks picks the device's
+        return [(lev_fast, name, n) for name in ("CHUNK_ELEMENTS", "CHUNK_GPU_ELEMENTS")]
+    # name -> (the step it times, the module constants it runs under); each is timed against its arm's emb
+    variants = {**{name: (name, []) for name in arms},
+                "lev chunk 2^23": ("lev", chunk(1 << 23)), "lev chunk 2^28": ("lev", chunk(1 << 28))}
+    fns = {name: patched(step[arm], s) for name, (arm, s) in variants.items()}
     try:                                                              # warm-up: compile, AdamW state, workspaces
         t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, "gpu_check tune")
         res = {name: dict(step_ms=1e3 * float(np.median(t[name])),
-                          vs_default=timing.paired(t, name.split()[0], name)) for name in fns}
+                          vs_default=timing.paired(t, arms[arm]["emb"], name)) for name, (arm, _) in variants.items()}
         for arm in ("tied", "lev"):                                   # side by side: where LEV's extra time goes
             try:                                                      # the timings stand even if this fails
                 res[f"profile_{arm}"] = profile_step(step[arm], ctx.device)
