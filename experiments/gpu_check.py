@@ -12,7 +12,8 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
   env_compile   CUDA + bf16 + torch.compile (inductor) on a small function, against eager.
   lev_cuda      LEV's chunked torch path (kernel "torch") == the plain path in float64 on the device, values and
                 every gradient; in float32 on the device, its error against a float64 CPU reference is no worse
-                than the plain float32 path's (V = 50257, spec's LEV defaults, 4 x 256 Zipf ids, in chunks of
+                than the plain float32 path's, eager and with each compiled chunk function (lev_fast.COMPILE_CHUNKS
+                "bmm", "gather") (V = 50257, spec's LEV defaults, 4 x 256 Zipf ids, in chunks of
                 the CPU's 2^23 numbers so that the device too takes several).
   table_fresh   the materialised table is never stale: a lev model trained with model.configure_optimizer
                 (fused AdamW on CUDA) -- after every step, eval-mode no_grad logits (read from the table) equal
@@ -27,7 +28,8 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
                 writes it, in a temporary data root as pile_o200k_base): loss goes down, tokens/s, MFU, eval loss.
   tune          at the pile-200m size, compiled, bf16: tied and lev with the head that is not the device's default
                 (the chunked one on a GPU), and lev with other chunk sizes for LEV's torch path
-                (lev_fast.CHUNK_GPU_ELEMENTS 2^23, 2^28 against 2^26), each timed in turns against its default; a
+                (lev_fast.CHUNK_GPU_ELEMENTS 2^23, 2^28 against 2^26) and compiled chunk functions
+                (lev_fast.COMPILE_CHUNKS), each timed in turns against its default; a
                 torch.profiler table of one tied and one lev step: the top operators by device time, kernel
                 launches, syncs, and how busy the device was. Numbers for choosing those constants, not pass/fail.
   torchrun      skipped on one GPU (tests/test_rehearsal.py runs torchrun with 2 gloo processes on the CPU);
@@ -65,7 +67,7 @@ from util.cli import checked, parse
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder (train.py runs there)
 CHECKS = ("env_compile", "lev_cuda", "table_fresh", "head_bf16", "bench", "pile_train", "tune", "torchrun")
-LIMITS = dict(env_compile=120, lev_cuda=90, table_fresh=90, head_bf16=60, bench=300, pile_train=360, tune=180,
+LIMITS = dict(env_compile=120, lev_cuda=150, table_fresh=90, head_bf16=60, bench=300, pile_train=360, tune=180,
               torchrun=240)
 O200K = 200019                                                       # o200k_base's vocabulary size
 
@@ -144,42 +146,50 @@ def lev_grads(lev, ids, g):
 
 
 def check_lev_cuda(ctx: Ctx) -> dict:
-    """The chunked torch path against the plain path: float64 on the device, and float32 vs a float64 CPU reference."""
+    """The chunked torch path against the plain path: float64 on the device, and float32 vs a float64 CPU reference,
+    eager and with each compiled chunk function (lev_fast.COMPILE_CHUNKS)."""
     cfg = ctx.pick(LEVConfig(vocab_size=50257, n_embd=768),
                    presets.gpt_config(presets.TINY, vocab_size=1000).lev)
     B, T = ctx.pick((4, 256), (2, 32))
     ids = timing.zipf_ids(B * T, cfg.vocab_size).view(B, T)
     torch.manual_seed(0)
     state = LEV(cfg).state_dict()                                              # the same parameters for every net
-    build = lambda fast, dtype, device: (FastLEV(cfg, kernel="torch") if fast else LEV(cfg)).to(device, dtype)
-    nets = {k: build(*k) for k in [(True, torch.float64, ctx.device), (False, torch.float64, ctx.device),
-                                   (True, torch.float32, ctx.device), (False, torch.float32, ctx.device),
-                                   (False, torch.float64, "cpu")]}
     g = torch.randn(B, T, cfg.n_embd, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
-    res = {}
     small = [(lev_fast, "CHUNK_GPU_ELEMENTS", lev_fast.CHUNK_ELEMENTS)]   # several chunks on a GPU too
-    for k, net in nets.items():
+
+    def run(path, dtype, device):
+        """(output, gradients) as float64 CPU tensors: the plain path, or the torch path with COMPILE_CHUNKS = path."""
+        net = (LEV(cfg) if path == "plain" else FastLEV(cfg, kernel="torch")).to(device, dtype)
         net.load_state_dict(state)
-        with constants(small):
-            out, grads = lev_grads(net, ids.to(k[2]), g.to(k[2], k[1]))
-        res[k] = (out.cpu().double(), {n: v.cpu().double() for n, v in grads.items()})
-    # float64 on the device: the chunked path is the plain path (rounding only)
-    (out_f, g_f), (out_p, g_p) = res[(True, torch.float64, ctx.device)], res[(False, torch.float64, ctx.device)]
-    torch.testing.assert_close(out_f, out_p, rtol=1e-9, atol=1e-12)
-    for n in g_p:
-        torch.testing.assert_close(g_f[n], g_p[n], rtol=1e-7, atol=1e-10, msg=lambda m: f"float64 grad of {n}: {m}")
-    # float32 on the device vs the float64 CPU reference: no worse than the plain float32 path
+        with constants(small + [(lev_fast, "COMPILE_CHUNKS", "" if path == "plain" else path)]):
+            out, grads = lev_grads(net, ids.to(device), g.to(device, dtype))
+        return out.cpu().double(), {n: v.cpu().double() for n, v in grads.items()}
+
     rel = lambda a, b: ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
-    truth_out, truth_g = res[(False, torch.float64, "cpu")]
-    fast, slow = res[(True, torch.float32, ctx.device)], res[(False, torch.float32, ctx.device)]
-    numbers = dict(f64_max_abs_diff=(out_f - out_p).abs().max().item(), f32_rel_err=rel(fast[0], truth_out),
-                   f32_plain_rel_err=rel(slow[0], truth_out), unique_ids=int(torch.unique(ids).numel()))
+    truth_out, truth_g = run("plain", torch.float64, "cpu")
+    out_p, g_p = run("plain", torch.float64, ctx.device)
+    slow = run("plain", torch.float32, ctx.device)
+    numbers = dict(f32_plain_rel_err=rel(slow[0], truth_out), unique_ids=int(torch.unique(ids).numel()))
     # delta is a CPU tensor, so this counts the CPU's chunks, which the device was given above
     numbers["chunks"] = len(lev_fast.chunks(numbers["unique_ids"], state["delta"]))
-    assert numbers["f32_rel_err"] < max(3 * numbers["f32_plain_rel_err"], 1e-5), numbers
-    worst = max(rel(fast[1][n], truth_g[n]) / max(rel(slow[1][n], truth_g[n]), 1e-5) for n in truth_g)
-    assert worst < 3, f"a float32 gradient of the fast path is {worst:.1f}x further from float64 than the plain path's"
-    numbers["f32_grad_err_vs_plain_worst"] = worst
+    for path in ("", "bmm", "gather"):                                # eager, then each compiled chunk function
+        key = f"compiled_{path}_" if path else ""
+        if not path:                      # float64 on the device: the chunked path is the plain path (rounding only)
+            out_f, g_f = run(path, torch.float64, ctx.device)
+            torch.testing.assert_close(out_f, out_p, rtol=1e-9, atol=1e-12)
+            for n in g_p:
+                torch.testing.assert_close(g_f[n], g_p[n], rtol=1e-7, atol=1e-10,
+                                           msg=lambda m: f"float64 grad of {n}: {m}")
+            numbers["f64_max_abs_diff"] = (out_f - out_p).abs().max().item()
+        # float32 on the device (what training runs; compiled: one graph each way) vs the float64 CPU reference: no
+        # worse than the plain float32 path
+        fast = run(path, torch.float32, ctx.device)
+        numbers[key + "f32_rel_err"] = rel(fast[0], truth_out)
+        assert numbers[key + "f32_rel_err"] < max(3 * numbers["f32_plain_rel_err"], 1e-5), numbers
+        worst = max(rel(fast[1][n], truth_g[n]) / max(rel(slow[1][n], truth_g[n]), 1e-5) for n in truth_g)
+        assert worst < 3, (f"{path or 'eager'}: a float32 gradient is {worst:.1f}x further from float64 than the "
+                           "plain path's")
+        numbers[key + "f32_grad_err_vs_plain_worst"] = worst
     return numbers
 
 
@@ -358,16 +368,26 @@ def check_tune(ctx: Ctx) -> dict:
     def chunk(n):                                                     # both bounds: lev_fast.chunks picks the device's
         return [(lev_fast, name, n) for name in ("CHUNK_ELEMENTS", "CHUNK_GPU_ELEMENTS")]
     # name -> (the step it times, the module constants it runs under); each is timed against its arm's emb
+    fused = lambda path: [(lev_fast, "COMPILE_CHUNKS", path)]
     variants = {**{name: (name, []) for name in arms},
-                "lev chunk 2^23": ("lev", chunk(1 << 23)), "lev chunk 2^28": ("lev", chunk(1 << 28))}
-    fns = {name: patched(step[arm], s) for name, (arm, s) in variants.items()}
-    try:                                                              # warm-up: compile, AdamW state, workspaces
-        t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, "gpu_check tune")
-        res = {name: dict(step_ms=1e3 * float(np.median(t[name])),
-                          vs_default=timing.paired(t, arms[arm]["emb"], name)) for name, (arm, _) in variants.items()}
-        for arm in ("tied", "lev"):                                   # side by side: where LEV's extra time goes
+                "lev chunk 2^23": ("lev", chunk(1 << 23)), "lev chunk 2^28": ("lev", chunk(1 << 28)),
+                "lev compiled bmm": ("lev", fused("bmm")), "lev compiled gather": ("lev", fused("gather")),
+                "lev compiled gather, chunk 2^28": ("lev", fused("gather") + chunk(1 << 28))}
+    fns, res = {name: patched(step[arm], s) for name, (arm, s) in variants.items()}, {}
+    try:
+        for name in [n for n in variants if n not in arms]:          # a variant that fails is reported, not timed
+            try:
+                fns[name]()
+            except Exception as e:
+                res[name] = dict(error=f"{type(e).__name__}: {e}"[-500:])
+                del fns[name]
+        t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, "gpu_check tune")  # after a warm-up of each
+        res.update({name: dict(step_ms=1e3 * float(np.median(t[name])),
+                               vs_default=timing.paired(t, arms[arm]["emb"], name))
+                    for name, (arm, _) in variants.items() if name in fns})
+        for arm in ("tied", "lev", "lev compiled gather"):            # side by side: where LEV's extra time goes
             try:                                                      # the timings stand even if this fails
-                res[f"profile_{arm}"] = profile_step(step[arm], ctx.device)
+                res[f"profile_{arm}"] = profile_step(fns[arm], ctx.device)
             except Exception as e:
                 res[f"profile_{arm}"] = dict(error=f"{type(e).__name__}: {e}"[-500:])
     finally:

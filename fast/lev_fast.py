@@ -29,6 +29,9 @@ from fast import native
 CHUNK_ELEMENTS = 1 << 23   # the torch path's phi holds at most this many numbers per chunk (32 MB in float32)
 # on a GPU, where each chunk costs a few hundred kernel launches, this many (256 MB; docs/performance.md, "On a GPU")
 CHUNK_GPU_ELEMENTS = 1 << 26
+# the torch path's chunk function compiled off a CPU, so that inductor fuses its elementwise steps: "" (eager),
+# "bmm" (chunk_log_product) or "gather" (chunk_log_product_gather); docs/performance.md, "On a GPU"
+COMPILE_CHUNKS = ""
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -115,6 +118,39 @@ def chunk_log_product(u, S, normalize, eps):
     return torch.log(phi.abs() + eps).sum(1).permute(1, 0, 2), sign.permute(1, 0, 2)  # (n, h, r) x2
 
 
+def chunk_log_product_gather(u, S, normalize, eps):
+    """chunk_log_product with phi as each factor's 3 weighted rows of S (a gather, no dense basis): written for
+    torch.compile, which fuses gather, weighting, log and sum into kernels that never hold phi; eager, it holds
+    (n, h, d_s, 3, r). u (n, h, d_s) -> log|M|, sign (n, h, r)."""
+    h, d_s, kappa, r = S.shape
+    idx, w = lev.bspline_basis_sparse(u, kappa, normalize)                          # (n, h, d_s, 3) x2
+    rows = idx + kappa * torch.arange(h * d_s, device=u.device).view(h, d_s, 1)     # (n, h, d_s, 3) rows of S
+    phi = (w.unsqueeze(-1) * S.reshape(h * d_s * kappa, r)[rows]).sum(-2)           # (n, h, d_s, r)
+    sign = 1.0 - 2.0 * (torch.signbit(phi).sum(2) % 2).to(phi.dtype)                 # (n, h, r)
+    return torch.log(phi.abs() + eps).sum(2), sign                                  # (n, h, r) x2
+
+
+_COMPILED = {}   # COMPILE_CHUNKS -> its compiled chunk function
+
+
+def chunk_function(device: torch.device):
+    """The chunk function the torch path runs on device: eager on a CPU or when COMPILE_CHUNKS is "", else the
+    compiled one COMPILE_CHUNKS names (compiled on first use, with the number of ids as a dynamic size)."""
+    if device.type == "cpu" or not COMPILE_CHUNKS:
+        return chunk_log_product
+    fns = dict(bmm=chunk_log_product, gather=chunk_log_product_gather)
+    if COMPILE_CHUNKS not in fns:
+        raise ValueError(f"lev_fast.COMPILE_CHUNKS must be '', 'bmm' or 'gather'; got {COMPILE_CHUNKS!r}.")
+    if COMPILE_CHUNKS not in _COMPILED:
+        compiled = torch.compile(fns[COMPILE_CHUNKS])
+
+        def run(u, S, normalize, eps):
+            torch._dynamo.maybe_mark_dynamic(u, 0)       # the number of ids varies: one graph for every chunk size
+            return compiled(u, S, normalize, eps)
+        _COMPILED[COMPILE_CHUNKS] = run
+    return _COMPILED[COMPILE_CHUNKS]
+
+
 class TorchLogProduct(torch.autograd.Function):
     """Steps 4-6 chunk by chunk, saving only u and S: the backward recomputes each chunk's small graph and
     differentiates it (activation checkpointing per chunk), so no phi-sized tensor outlives its chunk."""
@@ -122,7 +158,8 @@ class TorchLogProduct(torch.autograd.Function):
     @staticmethod
     def forward(ctx, u, S, normalize, eps):
         with torch.no_grad():
-            parts = [chunk_log_product(u[a:b], S, normalize, eps) for a, b in chunks(u.shape[0], S)]
+            fn = chunk_function(u.device)
+            parts = [fn(u[a:b], S, normalize, eps) for a, b in chunks(u.shape[0], S)]
         ctx.save_for_backward(u, S)
         ctx.normalize, ctx.eps = normalize, eps
         sign = torch.cat([s for _, s in parts])                                      # (N, h, r)
@@ -133,11 +170,11 @@ class TorchLogProduct(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_log_mag, _):
         u, S = ctx.saved_tensors
-        grad_u, grad_S = torch.zeros_like(u), torch.zeros_like(S)
+        grad_u, grad_S, fn = torch.zeros_like(u), torch.zeros_like(S), chunk_function(u.device)
         for a, b in chunks(u.shape[0], S):
             with torch.enable_grad():
                 u_c, S_c = u[a:b].detach().requires_grad_(), S.detach().requires_grad_()
-                log_mag, _ = chunk_log_product(u_c, S_c, ctx.normalize, ctx.eps)
+                log_mag, _ = fn(u_c, S_c, ctx.normalize, ctx.eps)
                 gu, gS = torch.autograd.grad(log_mag, (u_c, S_c), grad_log_mag[a:b])
             grad_u[a:b] = gu
             grad_S += gS

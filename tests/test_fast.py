@@ -172,6 +172,53 @@ def test_gradcheck_torch_path(normalize, monkeypatch):
     assert torch.autograd.gradcheck(lambda u_, S_: spline_product(u_, S_ - 1, normalize, 1e-9, "torch"), (u, S))
 
 
+def test_gather_chunk_function_in_the_torch_path(monkeypatch):
+    """chunk_log_product_gather (what COMPILE_CHUNKS="gather" compiles), eager in the chunked torch path: gradcheck
+    and the same values as chunk_log_product, negative factors included."""
+    monkeypatch.setattr(lev_fast, "CHUNK_ELEMENTS", 2 * 2 * 4 * 3)          # two ids per chunk
+    monkeypatch.setattr(lev_fast, "chunk_function", lambda device: lev_fast.chunk_log_product_gather)
+    torch.manual_seed(0)
+    u = (0.02 + 0.96 * torch.rand(5, 2, 4, dtype=torch.float64)).requires_grad_()
+    S = (0.3 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()   # signs of every kind
+    assert len(lev_fast.chunks(5, S)) == 3
+    fn = lambda u_, S_: spline_product(u_, S_ - 1, True, 1e-9, "torch")
+    torch.testing.assert_close(fn(u, S), plain(u, S), rtol=1e-10, atol=1e-12)
+    assert torch.autograd.gradcheck(fn, (u, S))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["bmm", "gather"])
+def test_compiled_chunk_functions_equal_eager(name):
+    """What COMPILE_CHUNKS compiles (inductor; on a GPU, Triton kernels): the eager chunk function's values and
+    gradients, in float64, for two chunk sizes (the second recompiles with a dynamic size)."""
+    torch._dynamo.reset()
+    fn = dict(bmm=lev_fast.chunk_log_product, gather=lev_fast.chunk_log_product_gather)[name]
+    compiled = torch.compile(fn)
+    torch.manual_seed(0)
+    S = (0.3 * torch.randn(2, 16, 8, 32, dtype=torch.float64)).requires_grad_()
+    for n in (37, 50):
+        u = torch.rand(n, 2, 16, dtype=torch.float64).requires_grad_()
+        g = torch.randn(n, 2, 32, dtype=torch.float64)
+        (lm_c, sg_c), (lm_e, sg_e) = compiled(u, S, True, 1e-9), lev_fast.chunk_log_product(u, S, True, 1e-9)
+        torch.testing.assert_close(sg_c, sg_e, rtol=0, atol=0)
+        torch.testing.assert_close(lm_c, lm_e, rtol=1e-12, atol=1e-12)
+        for a, b in zip(torch.autograd.grad((lm_c * g).sum(), (u, S)), torch.autograd.grad((lm_e * g).sum(), (u, S))):
+            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+
+
+def test_chunk_function_is_eager_on_a_cpu_and_checks_its_setting(monkeypatch):
+    monkeypatch.setattr(lev_fast, "_COMPILED", {})
+    monkeypatch.setattr(lev_fast, "COMPILE_CHUNKS", "gather")
+    assert lev_fast.chunk_function(torch.device("cpu")) is lev_fast.chunk_log_product
+    off_cpu = lev_fast.chunk_function(torch.device("meta"))                  # compiled lazily: nothing runs here
+    assert off_cpu is not lev_fast.chunk_log_product and off_cpu is lev_fast.chunk_function(torch.device("meta"))
+    monkeypatch.setattr(lev_fast, "COMPILE_CHUNKS", "")
+    assert lev_fast.chunk_function(torch.device("meta")) is lev_fast.chunk_log_product
+    monkeypatch.setattr(lev_fast, "COMPILE_CHUNKS", "triton")
+    with pytest.raises(ValueError, match="COMPILE_CHUNKS"):
+        lev_fast.chunk_function(torch.device("meta"))
+
+
 def test_torch_path_memory_is_bounded_whatever_the_number_of_ids(monkeypatch):
     """Bounded memory: between forward and backward the torch path keeps u (N, h, d_s), M (N, h, r) and S, never a
     phi-sized tensor (N, h, d_s, r), for any number N of distinct ids (the plain path keeps phi); inside
