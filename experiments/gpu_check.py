@@ -12,9 +12,9 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
   env_compile   CUDA + bf16 + torch.compile (inductor) on a small function, against eager.
   lev_cuda      LEV's chunked torch path (kernel "torch") == the plain path in float64 on the device, values and
                 every gradient; in float32 on the device, its error against a float64 CPU reference is no worse
-                than the plain float32 path's, eager and with each compiled chunk function (lev_fast.COMPILE_CHUNKS
-                "bmm", "gather") (V = 50257, spec's LEV defaults, 4 x 256 Zipf ids, in chunks of
-                the CPU's 2^23 numbers so that the device too takes several).
+                than the plain float32 path's, eager and compiled (its chunks compiled too: lev_fast.COMPILE_CHUNKS)
+                (V = 50257, spec's LEV defaults, 4 x 256 Zipf ids, in chunks of the CPU's 2^23 numbers so that the
+                device too takes several).
   table_fresh   the materialised table is never stale: a lev model trained with model.configure_optimizer
                 (fused AdamW on CUDA) -- after every step, eval-mode no_grad logits (read from the table) equal
                 train-mode ones (LEV recomputed) and a fresh copy's; also after load_state_dict.
@@ -28,8 +28,8 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
                 writes it, in a temporary data root as pile_o200k_base): loss goes down, tokens/s, MFU, eval loss.
   tune          at the pile-200m size, compiled, bf16: tied and lev with the head that is not the device's default
                 (the chunked one on a GPU), and lev with other chunk sizes for LEV's torch path
-                (lev_fast.CHUNK_GPU_ELEMENTS 2^23, 2^28 against 2^26) and compiled chunk functions
-                (lev_fast.COMPILE_CHUNKS), each timed in turns against its default; a
+                (lev_fast.CHUNK_GPU_ELEMENTS 2^23, 2^28 against 2^26) and with its chunks eager
+                (lev_fast.COMPILE_CHUNKS off), each timed in turns against its default; a
                 torch.profiler table of one tied and one lev step: the top operators by device time, kernel
                 launches, syncs, and how busy the device was. Numbers for choosing those constants, not pass/fail.
   torchrun      skipped on one GPU (tests/test_rehearsal.py runs torchrun with 2 gloo processes on the CPU);
@@ -138,16 +138,16 @@ def check_env_compile(ctx: Ctx) -> dict:
     return dict(compile_s=round(compile_s, 2), max_abs_diff=(y.float() - ref.float()).abs().max().item())
 
 
-def lev_grads(lev, ids, g):
-    """(output, gradients of sum(output * g) w.r.t. every parameter, by name)."""
-    out = lev(ids)
+def lev_grads(lev, ids, g, compile_backend=None):
+    """(output, gradients of sum(output * g) w.r.t. every parameter, by name), lev compiled if a backend is given."""
+    out = (torch.compile(lev, backend=compile_backend) if compile_backend else lev)(ids)
     names, params = zip(*lev.named_parameters())
     return out, dict(zip(names, torch.autograd.grad((out * g).sum(), params)))
 
 
 def check_lev_cuda(ctx: Ctx) -> dict:
     """The chunked torch path against the plain path: float64 on the device, and float32 vs a float64 CPU reference,
-    eager and with each compiled chunk function (lev_fast.COMPILE_CHUNKS)."""
+    eager and compiled (its chunks then run compiled: lev_fast.COMPILE_CHUNKS)."""
     cfg = ctx.pick(LEVConfig(vocab_size=50257, n_embd=768),
                    presets.gpt_config(presets.TINY, vocab_size=1000).lev)
     B, T = ctx.pick((4, 256), (2, 32))
@@ -158,37 +158,34 @@ def check_lev_cuda(ctx: Ctx) -> dict:
     small = [(lev_fast, "CHUNK_GPU_ELEMENTS", lev_fast.CHUNK_ELEMENTS)]   # several chunks on a GPU too
 
     def run(path, dtype, device):
-        """(output, gradients) as float64 CPU tensors: the plain path, or the torch path with COMPILE_CHUNKS = path."""
+        """(output, gradients) as float64 CPU tensors of the plain path, or of the torch path eager or compiled."""
         net = (LEV(cfg) if path == "plain" else FastLEV(cfg, kernel="torch")).to(device, dtype)
         net.load_state_dict(state)
-        with constants(small + [(lev_fast, "COMPILE_CHUNKS", "" if path == "plain" else path)]):
-            out, grads = lev_grads(net, ids.to(device), g.to(device, dtype))
+        backend = ctx.pick("inductor", "aot_eager") if path == "compiled" else None
+        with constants(small):
+            out, grads = lev_grads(net, ids.to(device), g.to(device, dtype), backend)
         return out.cpu().double(), {n: v.cpu().double() for n, v in grads.items()}
 
     rel = lambda a, b: ((a - b).abs().max() / b.abs().max().clamp_min(1e-30)).item()
     truth_out, truth_g = run("plain", torch.float64, "cpu")
-    out_p, g_p = run("plain", torch.float64, ctx.device)
     slow = run("plain", torch.float32, ctx.device)
     numbers = dict(f32_plain_rel_err=rel(slow[0], truth_out), unique_ids=int(torch.unique(ids).numel()))
     # delta is a CPU tensor, so this counts the CPU's chunks, which the device was given above
     numbers["chunks"] = len(lev_fast.chunks(numbers["unique_ids"], state["delta"]))
-    for path in ("", "bmm", "gather"):                                # eager, then each compiled chunk function
-        key = f"compiled_{path}_" if path else ""
-        if not path:                      # float64 on the device: the chunked path is the plain path (rounding only)
-            out_f, g_f = run(path, torch.float64, ctx.device)
-            torch.testing.assert_close(out_f, out_p, rtol=1e-9, atol=1e-12)
-            for n in g_p:
-                torch.testing.assert_close(g_f[n], g_p[n], rtol=1e-7, atol=1e-10,
-                                           msg=lambda m: f"float64 grad of {n}: {m}")
-            numbers["f64_max_abs_diff"] = (out_f - out_p).abs().max().item()
-        # float32 on the device (what training runs; compiled: one graph each way) vs the float64 CPU reference: no
-        # worse than the plain float32 path
+    # float64 on the device: the chunked path is the plain path (rounding only)
+    (out_f, g_f), (out_p, g_p) = run("eager", torch.float64, ctx.device), run("plain", torch.float64, ctx.device)
+    torch.testing.assert_close(out_f, out_p, rtol=1e-9, atol=1e-12)
+    for n in g_p:
+        torch.testing.assert_close(g_f[n], g_p[n], rtol=1e-7, atol=1e-10, msg=lambda m: f"float64 grad of {n}: {m}")
+    numbers["f64_max_abs_diff"] = (out_f - out_p).abs().max().item()
+    # float32 on the device (what training runs) vs the float64 CPU reference: no worse than the plain float32 path
+    for path in ("eager", "compiled"):
+        key = "compiled_" if path == "compiled" else ""
         fast = run(path, torch.float32, ctx.device)
         numbers[key + "f32_rel_err"] = rel(fast[0], truth_out)
         assert numbers[key + "f32_rel_err"] < max(3 * numbers["f32_plain_rel_err"], 1e-5), numbers
         worst = max(rel(fast[1][n], truth_g[n]) / max(rel(slow[1][n], truth_g[n]), 1e-5) for n in truth_g)
-        assert worst < 3, (f"{path or 'eager'}: a float32 gradient is {worst:.1f}x further from float64 than the "
-                           "plain path's")
+        assert worst < 3, f"{path}: a float32 gradient is {worst:.1f}x further from float64 than the plain path's"
         numbers[key + "f32_grad_err_vs_plain_worst"] = worst
     return numbers
 
@@ -368,11 +365,9 @@ def check_tune(ctx: Ctx) -> dict:
     def chunk(n):                                                     # both bounds: lev_fast.chunks picks the device's
         return [(lev_fast, name, n) for name in ("CHUNK_ELEMENTS", "CHUNK_GPU_ELEMENTS")]
     # name -> (the step it times, the module constants it runs under); each is timed against its arm's emb
-    fused = lambda path: [(lev_fast, "COMPILE_CHUNKS", path)]
     variants = {**{name: (name, []) for name in arms},
                 "lev chunk 2^23": ("lev", chunk(1 << 23)), "lev chunk 2^28": ("lev", chunk(1 << 28)),
-                "lev compiled bmm": ("lev", fused("bmm")), "lev compiled gather": ("lev", fused("gather")),
-                "lev compiled gather, chunk 2^28": ("lev", fused("gather") + chunk(1 << 28))}
+                "lev eager chunks": ("lev", [(lev_fast, "COMPILE_CHUNKS", False)])}
     fns, res = {name: patched(step[arm], s) for name, (arm, s) in variants.items()}, {}
     try:
         for name in [n for n in variants if n not in arms]:          # a variant that fails is reported, not timed
@@ -385,7 +380,7 @@ def check_tune(ctx: Ctx) -> dict:
         res.update({name: dict(step_ms=1e3 * float(np.median(t[name])),
                                vs_default=timing.paired(t, arms[arm]["emb"], name))
                     for name, (arm, _) in variants.items() if name in fns})
-        for arm in ("tied", "lev", "lev compiled gather"):            # side by side: where LEV's extra time goes
+        for arm in ("tied", "lev"):                                   # side by side: where LEV's extra time goes
             try:                                                      # the timings stand even if this fails
                 res[f"profile_{arm}"] = profile_step(fns[arm], ctx.device)
             except Exception as e:

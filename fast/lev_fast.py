@@ -12,7 +12,8 @@ per-token reference in values and gradients (tests/test_lev.py, tests/test_fast.
                            torch.compile sees opaque calls;
                    "torch" chunks of ids in PyTorch (any device, the GPU path): memory bounded by
                            CHUNK_ELEMENTS per chunk (CHUNK_GPU_ELEMENTS off a CPU) plus u (N, h, d_s), however
-                           many distinct ids N a batch has
+                           many distinct ids N a batch has; in a compiled model off a CPU each chunk runs
+                           compiled (COMPILE_CHUNKS)
   projected_seed   steps 2-3's matmul on the k b codebook rows instead of on each id's seed z
   TableCache       rows of the V x D table G(0..V-1), computed once for evaluation and sampling, forgotten
                    whenever the weights may have changed
@@ -29,9 +30,9 @@ from fast import native
 CHUNK_ELEMENTS = 1 << 23   # the torch path's phi holds at most this many numbers per chunk (32 MB in float32)
 # on a GPU, where each chunk costs a few hundred kernel launches, this many (256 MB; docs/performance.md, "On a GPU")
 CHUNK_GPU_ELEMENTS = 1 << 26
-# the torch path's chunk function compiled off a CPU, so that inductor fuses its elementwise steps: "" (eager),
-# "bmm" (chunk_log_product) or "gather" (chunk_log_product_gather); docs/performance.md, "On a GPU"
-COMPILE_CHUNKS = ""
+# in a compiled model off a CPU, the torch path's chunks run compiled too: inductor fuses their elementwise
+# steps, which eager runs one kernel each (docs/performance.md, "On a GPU")
+COMPILE_CHUNKS = True
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -88,14 +89,15 @@ def projected_seed(c: torch.Tensor, codebooks: torch.Tensor, W: torch.Tensor, co
 # Steps 4-6 fused
 
 def spline_product(u: torch.Tensor, delta: torch.Tensor, normalize: bool = True, eps: float = 1e-9,
-                   kernel: str = "auto") -> torch.Tensor:
+                   kernel: str = "auto", compiled: bool = False) -> torch.Tensor:
     """M_{l,m} = prod_p sum_{j<3} w_{l,p,j} S_{l,p,idx_{l,p,j},m} with S = 1 + delta, (idx, w) =
     lev.bspline_basis_sparse(u), in log space as lev.separable_product. u (N, h, d_s); delta (h, d_s, kappa, r)
     -> M (N, h, r). The C++ kernel adds the 1 on the fly (S, 4 MB at the defaults, is never formed).
-    kernel: "cpp" (CPU), "torch" (any device), "auto" (cpp for CPU tensors when it builds, else torch)."""
+    kernel: "cpp" (CPU), "torch" (any device), "auto" (cpp for CPU tensors when it builds, else torch).
+    compiled: the caller is being compiled, so the torch path's chunks run compiled too (chunk_function)."""
     if use_cpp(kernel, u):
         return cpp_spline_product(u.contiguous(), delta.contiguous(), normalize, eps)   # (N, h, r)
-    log_mag, sign = torch_log_product(u, 1.0 + delta, normalize, eps)               # (N, h, r) x2
+    log_mag, sign = torch_log_product(u, 1.0 + delta, normalize, eps, compiled)     # (N, h, r) x2
     return sign * torch.exp(log_mag)
 
 
@@ -118,37 +120,22 @@ def chunk_log_product(u, S, normalize, eps):
     return torch.log(phi.abs() + eps).sum(1).permute(1, 0, 2), sign.permute(1, 0, 2)  # (n, h, r) x2
 
 
-def chunk_log_product_gather(u, S, normalize, eps):
-    """chunk_log_product with phi as each factor's 3 weighted rows of S (a gather, no dense basis): written for
-    torch.compile, which fuses gather, weighting, log and sum into kernels that never hold phi; eager, it holds
-    (n, h, d_s, 3, r). u (n, h, d_s) -> log|M|, sign (n, h, r)."""
-    h, d_s, kappa, r = S.shape
-    idx, w = lev.bspline_basis_sparse(u, kappa, normalize)                          # (n, h, d_s, 3) x2
-    rows = idx + kappa * torch.arange(h * d_s, device=u.device).view(h, d_s, 1)     # (n, h, d_s, 3) rows of S
-    phi = (w.unsqueeze(-1) * S.reshape(h * d_s * kappa, r)[rows]).sum(-2)           # (n, h, d_s, r)
-    sign = 1.0 - 2.0 * (torch.signbit(phi).sum(2) % 2).to(phi.dtype)                 # (n, h, r)
-    return torch.log(phi.abs() + eps).sum(2), sign                                  # (n, h, r) x2
+_COMPILED = []   # chunk_log_product compiled, once made
 
 
-_COMPILED = {}   # COMPILE_CHUNKS -> its compiled chunk function
-
-
-def chunk_function(device: torch.device):
-    """The chunk function the torch path runs on device: eager on a CPU or when COMPILE_CHUNKS is "", else the
-    compiled one COMPILE_CHUNKS names (compiled on first use, with the number of ids as a dynamic size)."""
-    if device.type == "cpu" or not COMPILE_CHUNKS:
+def chunk_function(device: torch.device, compiled: bool):
+    """The function that runs the torch path's chunks on device: chunk_log_product, compiled (on first use, with
+    the number of ids as a dynamic size) when the model around it is compiled, off a CPU, if COMPILE_CHUNKS."""
+    if not (compiled and COMPILE_CHUNKS and device.type != "cpu"):
         return chunk_log_product
-    fns = dict(bmm=chunk_log_product, gather=chunk_log_product_gather)
-    if COMPILE_CHUNKS not in fns:
-        raise ValueError(f"lev_fast.COMPILE_CHUNKS must be '', 'bmm' or 'gather'; got {COMPILE_CHUNKS!r}.")
-    if COMPILE_CHUNKS not in _COMPILED:
-        compiled = torch.compile(fns[COMPILE_CHUNKS])
+    if not _COMPILED:
+        fn = torch.compile(chunk_log_product)
 
         def run(u, S, normalize, eps):
             torch._dynamo.maybe_mark_dynamic(u, 0)       # the number of ids varies: one graph for every chunk size
-            return compiled(u, S, normalize, eps)
-        _COMPILED[COMPILE_CHUNKS] = run
-    return _COMPILED[COMPILE_CHUNKS]
+            return fn(u, S, normalize, eps)
+        _COMPILED.append(run)
+    return _COMPILED[0]
 
 
 class TorchLogProduct(torch.autograd.Function):
@@ -156,12 +143,12 @@ class TorchLogProduct(torch.autograd.Function):
     differentiates it (activation checkpointing per chunk), so no phi-sized tensor outlives its chunk."""
 
     @staticmethod
-    def forward(ctx, u, S, normalize, eps):
+    def forward(ctx, u, S, normalize, eps, compiled):
         with torch.no_grad():
-            fn = chunk_function(u.device)
+            fn = chunk_function(u.device, compiled)
             parts = [fn(u[a:b], S, normalize, eps) for a, b in chunks(u.shape[0], S)]
         ctx.save_for_backward(u, S)
-        ctx.normalize, ctx.eps = normalize, eps
+        ctx.normalize, ctx.eps, ctx.compiled = normalize, eps, compiled
         sign = torch.cat([s for _, s in parts])                                      # (N, h, r)
         ctx.mark_non_differentiable(sign)
         return torch.cat([m for m, _ in parts]), sign                                # (N, h, r) x2
@@ -170,7 +157,7 @@ class TorchLogProduct(torch.autograd.Function):
     @torch.autograd.function.once_differentiable
     def backward(ctx, grad_log_mag, _):
         u, S = ctx.saved_tensors
-        grad_u, grad_S, fn = torch.zeros_like(u), torch.zeros_like(S), chunk_function(u.device)
+        grad_u, grad_S, fn = torch.zeros_like(u), torch.zeros_like(S), chunk_function(u.device, ctx.compiled)
         for a, b in chunks(u.shape[0], S):
             with torch.enable_grad():
                 u_c, S_c = u[a:b].detach().requires_grad_(), S.detach().requires_grad_()
@@ -178,14 +165,14 @@ class TorchLogProduct(torch.autograd.Function):
                 gu, gS = torch.autograd.grad(log_mag, (u_c, S_c), grad_log_mag[a:b])
             grad_u[a:b] = gu
             grad_S += gS
-        return grad_u, grad_S, None, None
+        return grad_u, grad_S, None, None, None
 
 
 @torch.compiler.disable
-def torch_log_product(u, S, normalize, eps):
-    """The torch path, run eagerly even inside a compiled model (a chunk loop over a data-dependent N does not
-    trace), so its memory stays bounded under torch.compile too."""
-    return TorchLogProduct.apply(u, S, normalize, eps)
+def torch_log_product(u, S, normalize, eps, compiled=False):
+    """The torch path, its chunk loop run eagerly even inside a compiled model (a loop over a data-dependent N does
+    not trace), so its memory stays bounded under torch.compile too; compiled: each chunk runs compiled code."""
+    return TorchLogProduct.apply(u, S, normalize, eps, compiled)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -400,7 +387,8 @@ class FastLEV(lev.LEV):
         u = self.coordinates(ids)                                                  # (N, h, d_s)
         with torch.autocast(device_type=ids.device.type, enabled=False):
             if self.sparse_basis:                                                  # steps 4-6 fused, phi never stored
-                M = spline_product(u, p["delta"], cfg.basis_norm, cfg.eps, self.kernel)  # S = 1 + delta
+                M = spline_product(u, p["delta"], cfg.basis_norm, cfg.eps, self.kernel,  # S = 1 + delta
+                                   compiled=torch.compiler.is_compiling())                # under torch.compile
             else:                                                                  # steps 4, 5, 6 as written
                 phi = lev.coefficients(lev.bspline_basis(u, cfg.kappa, cfg.basis_norm), 1.0 + p["delta"])
                 M = lev.separable_product(phi, cfg.eps)                            # (N, h, r)

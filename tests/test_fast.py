@@ -172,51 +172,55 @@ def test_gradcheck_torch_path(normalize, monkeypatch):
     assert torch.autograd.gradcheck(lambda u_, S_: spline_product(u_, S_ - 1, normalize, 1e-9, "torch"), (u, S))
 
 
-def test_gather_chunk_function_in_the_torch_path(monkeypatch):
-    """chunk_log_product_gather (what COMPILE_CHUNKS="gather" compiles), eager in the chunked torch path: gradcheck
-    and the same values as chunk_log_product, negative factors included."""
-    monkeypatch.setattr(lev_fast, "CHUNK_ELEMENTS", 2 * 2 * 4 * 3)          # two ids per chunk
-    monkeypatch.setattr(lev_fast, "chunk_function", lambda device: lev_fast.chunk_log_product_gather)
-    torch.manual_seed(0)
-    u = (0.02 + 0.96 * torch.rand(5, 2, 4, dtype=torch.float64)).requires_grad_()
-    S = (0.3 * torch.randn(2, 4, 5, 3, dtype=torch.float64)).requires_grad_()   # signs of every kind
-    assert len(lev_fast.chunks(5, S)) == 3
-    fn = lambda u_, S_: spline_product(u_, S_ - 1, True, 1e-9, "torch")
-    torch.testing.assert_close(fn(u, S), plain(u, S), rtol=1e-10, atol=1e-12)
-    assert torch.autograd.gradcheck(fn, (u, S))
-
-
 @pytest.mark.slow
-@pytest.mark.parametrize("name", ["bmm", "gather"])
-def test_compiled_chunk_functions_equal_eager(name):
-    """What COMPILE_CHUNKS compiles (inductor; on a GPU, Triton kernels): the eager chunk function's values and
-    gradients, in float64, for two chunk sizes (the second recompiles with a dynamic size)."""
+def test_compiled_chunk_function_equals_eager():
+    """What COMPILE_CHUNKS compiles (inductor; on a GPU, Triton kernels) gives the eager chunk function's values and
+    gradients, in float64, for two chunk sizes (one graph: the size is dynamic)."""
     torch._dynamo.reset()
-    fn = dict(bmm=lev_fast.chunk_log_product, gather=lev_fast.chunk_log_product_gather)[name]
-    compiled = torch.compile(fn)
-    torch.manual_seed(0)
-    S = (0.3 * torch.randn(2, 16, 8, 32, dtype=torch.float64)).requires_grad_()
-    for n in (37, 50):
-        u = torch.rand(n, 2, 16, dtype=torch.float64).requires_grad_()
-        g = torch.randn(n, 2, 32, dtype=torch.float64)
-        (lm_c, sg_c), (lm_e, sg_e) = compiled(u, S, True, 1e-9), lev_fast.chunk_log_product(u, S, True, 1e-9)
-        torch.testing.assert_close(sg_c, sg_e, rtol=0, atol=0)
-        torch.testing.assert_close(lm_c, lm_e, rtol=1e-12, atol=1e-12)
-        for a, b in zip(torch.autograd.grad((lm_c * g).sum(), (u, S)), torch.autograd.grad((lm_e * g).sum(), (u, S))):
-            torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    saved = lev_fast._COMPILED.copy()
+    lev_fast._COMPILED.clear()
+    try:
+        compiled = lev_fast.chunk_function(torch.device("meta"), compiled=True)   # what a GPU gets; runs on the CPU
+        torch.manual_seed(0)
+        S = (0.3 * torch.randn(2, 16, 8, 32, dtype=torch.float64)).requires_grad_()   # signs of every kind
+        for n in (37, 50):
+            u = torch.rand(n, 2, 16, dtype=torch.float64).requires_grad_()
+            g = torch.randn(n, 2, 32, dtype=torch.float64)
+            (lm_c, sg_c), (lm_e, sg_e) = compiled(u, S, True, 1e-9), lev_fast.chunk_log_product(u, S, True, 1e-9)
+            torch.testing.assert_close(sg_c, sg_e, rtol=0, atol=0)
+            torch.testing.assert_close(lm_c, lm_e, rtol=1e-12, atol=1e-12)
+            for a, b in zip(torch.autograd.grad((lm_c * g).sum(), (u, S)),
+                            torch.autograd.grad((lm_e * g).sum(), (u, S))):
+                torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
+    finally:
+        lev_fast._COMPILED[:] = saved
 
 
-def test_chunk_function_is_eager_on_a_cpu_and_checks_its_setting(monkeypatch):
-    monkeypatch.setattr(lev_fast, "_COMPILED", {})
-    monkeypatch.setattr(lev_fast, "COMPILE_CHUNKS", "gather")
-    assert lev_fast.chunk_function(torch.device("cpu")) is lev_fast.chunk_log_product
-    off_cpu = lev_fast.chunk_function(torch.device("meta"))                  # compiled lazily: nothing runs here
-    assert off_cpu is not lev_fast.chunk_log_product and off_cpu is lev_fast.chunk_function(torch.device("meta"))
-    monkeypatch.setattr(lev_fast, "COMPILE_CHUNKS", "")
-    assert lev_fast.chunk_function(torch.device("meta")) is lev_fast.chunk_log_product
-    monkeypatch.setattr(lev_fast, "COMPILE_CHUNKS", "triton")
-    with pytest.raises(ValueError, match="COMPILE_CHUNKS"):
-        lev_fast.chunk_function(torch.device("meta"))
+def test_chunk_function_compiles_only_in_a_compiled_model_off_a_cpu(monkeypatch):
+    monkeypatch.setattr(lev_fast, "_COMPILED", [])
+    eager, meta = lev_fast.chunk_log_product, torch.device("meta")
+    assert lev_fast.chunk_function(torch.device("cpu"), compiled=True) is eager
+    assert lev_fast.chunk_function(meta, compiled=False) is eager
+    off_cpu = lev_fast.chunk_function(meta, compiled=True)                  # compiled lazily: nothing runs here
+    assert off_cpu is not eager and off_cpu is lev_fast.chunk_function(meta, compiled=True)
+    monkeypatch.setattr(lev_fast, "COMPILE_CHUNKS", False)
+    assert lev_fast.chunk_function(meta, compiled=True) is eager
+
+
+def test_a_compiled_lev_tells_the_torch_path_so(monkeypatch):
+    """FastLEV passes torch.compiler.is_compiling() down to the torch path: True in a compiled model, forward and
+    backward; False in eager mode."""
+    seen = []
+    monkeypatch.setattr(lev_fast, "chunk_function", lambda device, compiled: seen.append(compiled) or
+                        lev_fast.chunk_log_product)
+    torch._dynamo.reset()
+    net = FastLEV(LEVConfig(vocab_size=100, n_embd=16, d_seed=8, heads=2, kappa=6, rank=4), kernel="torch")
+    ids = torch.randint(0, 100, (2, 7), generator=torch.Generator().manual_seed(0))
+    net(ids).sum().backward()
+    assert seen == [False, False]
+    seen.clear()
+    torch.compile(net, backend="aot_eager")(ids).sum().backward()
+    assert seen == [True, True]
 
 
 def test_torch_path_memory_is_bounded_whatever_the_number_of_ids(monkeypatch):
