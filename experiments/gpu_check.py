@@ -4,7 +4,7 @@ a GPU. Each check runs in try/except under its own time limit and is recorded as
 last lines) or skipped (with the reason), with its time and numbers; a failure never stops the others. The
 report goes to --out as report.json and report.md, and the markdown is printed. Exit code 1 if a check failed.
 
-    python -m experiments.gpu_check                                # one H200: about 6 minutes (times below)
+    python -m experiments.gpu_check                                # one H200: about 8 minutes (times below)
     python -m experiments.gpu_check --dry-run --out /tmp/gpu_check # the same checks, tiny, on the CPU: well under a minute
     python -m experiments.gpu_check --only lev_cuda,table_fresh    # some of the checks
 
@@ -35,10 +35,10 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
   torchrun      skipped on one GPU (tests/test_rehearsal.py runs torchrun with 2 gloo processes on the CPU);
                 with >= 2 GPUs: 2 processes of the pile_train run at a small size, losses finite.
 
-Times measured on one H200 (docs/performance.md, "On a GPU"): env_compile 7 s; lev_cuda 4 s; table_fresh 38 s
-(36 s of it building the CPU kernel lev_kernel.cpp, once per machine); head_bf16 3 s; bench 127 s (4 compiled
-models, 10-57 s each, then 5 rounds); pile_train 116 s (tied 53 s, lev 63 s; 218 s with the chunked head); tune
-54 s (4 compiled models, 6 variants x 5 rounds, two profiles); about 6 minutes in all. Each check's own limit
+Times measured on one H200 (docs/performance.md, "On a GPU", runs 6-7): env_compile 9 s; lev_cuda 30 s (most of it
+compiling LEV); table_fresh 46 s (most of it building the CPU kernel lev_kernel.cpp, once per machine); head_bf16
+3 s; bench 153 s (4 compiled models, 18-65 s each, then 5 rounds); pile_train 152 s (tied 56 s, lev 95 s); tune
+73 s (4 compiled models, 7 variants x 5 rounds, two profiles); about 8 minutes in all. Each check's own limit
 (LIMITS) stops a hang, and --budget (560 s) bounds them all: a check gets at most the time left.
 """
 import gc
