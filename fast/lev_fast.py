@@ -18,6 +18,7 @@ per-token reference in values and gradients (tests/test_lev.py, tests/test_fast.
   TableCache       rows of the V x D table G(0..V-1), computed once for evaluation and sampling, forgotten
                    whenever the weights may have changed
 """
+import functools
 import math
 
 import torch
@@ -120,22 +121,24 @@ def chunk_log_product(u, S, normalize, eps):
     return torch.log(phi.abs() + eps).sum(1).permute(1, 0, 2), sign.permute(1, 0, 2)  # (n, h, r) x2
 
 
-_COMPILED = []   # chunk_log_product compiled, once made
+@functools.lru_cache(maxsize=None)
+def compiled_chunk_log_product():
+    """chunk_log_product under torch.compile (made once; compiled on its first call), with the number of ids as a
+    dynamic size."""
+    fn = torch.compile(chunk_log_product)
+
+    def run(u, S, normalize, eps):
+        torch._dynamo.maybe_mark_dynamic(u, 0)           # the number of ids varies: one graph for every chunk size
+        return fn(u, S, normalize, eps)
+    return run
 
 
 def chunk_function(device: torch.device, compiled: bool):
-    """The function that runs the torch path's chunks on device: chunk_log_product, compiled (on first use, with
-    the number of ids as a dynamic size) when the model around it is compiled, off a CPU, if COMPILE_CHUNKS."""
+    """The function that runs the torch path's chunks on device: chunk_log_product, compiled
+    (compiled_chunk_log_product) when the model around it is compiled, off a CPU, if COMPILE_CHUNKS."""
     if not (compiled and COMPILE_CHUNKS and device.type != "cpu"):
         return chunk_log_product
-    if not _COMPILED:
-        fn = torch.compile(chunk_log_product)
-
-        def run(u, S, normalize, eps):
-            torch._dynamo.maybe_mark_dynamic(u, 0)       # the number of ids varies: one graph for every chunk size
-            return fn(u, S, normalize, eps)
-        _COMPILED.append(run)
-    return _COMPILED[0]
+    return compiled_chunk_log_product()
 
 
 class TorchLogProduct(torch.autograd.Function):

@@ -177,8 +177,7 @@ def test_compiled_chunk_function_equals_eager():
     """What COMPILE_CHUNKS compiles (inductor; on a GPU, Triton kernels) gives the eager chunk function's values and
     gradients, in float64, for two chunk sizes (one graph: the size is dynamic)."""
     torch._dynamo.reset()
-    saved = lev_fast._COMPILED.copy()
-    lev_fast._COMPILED.clear()
+    lev_fast.compiled_chunk_log_product.cache_clear()
     try:
         compiled = lev_fast.chunk_function(torch.device("meta"), compiled=True)   # what a GPU gets; runs on the CPU
         torch.manual_seed(0)
@@ -193,16 +192,18 @@ def test_compiled_chunk_function_equals_eager():
                             torch.autograd.grad((lm_e * g).sum(), (u, S))):
                 torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-12)
     finally:
-        lev_fast._COMPILED[:] = saved
+        lev_fast.compiled_chunk_log_product.cache_clear()
 
 
 def test_chunk_function_compiles_only_in_a_compiled_model_off_a_cpu(monkeypatch):
-    monkeypatch.setattr(lev_fast, "_COMPILED", [])
     eager, meta = lev_fast.chunk_log_product, torch.device("meta")
     assert lev_fast.chunk_function(torch.device("cpu"), compiled=True) is eager
     assert lev_fast.chunk_function(meta, compiled=False) is eager
-    off_cpu = lev_fast.chunk_function(meta, compiled=True)                  # compiled lazily: nothing runs here
-    assert off_cpu is not eager and off_cpu is lev_fast.chunk_function(meta, compiled=True)
+    try:
+        off_cpu = lev_fast.chunk_function(meta, compiled=True)              # compiled lazily: nothing runs here
+        assert off_cpu is not eager and off_cpu is lev_fast.chunk_function(meta, compiled=True)
+    finally:
+        lev_fast.compiled_chunk_log_product.cache_clear()
     monkeypatch.setattr(lev_fast, "COMPILE_CHUNKS", False)
     assert lev_fast.chunk_function(meta, compiled=True) is eager
 
