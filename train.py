@@ -44,6 +44,8 @@ class TrainConfig:
     out_dir: str = ""             # run directory for config.json, log.jsonl, ckpt.pt ("" = out/<emb>)
     max_iters: int = 200          # optimizer steps
     eval_interval: int = 50       # evaluate and checkpoint every this many steps (and at the end)
+    save_interval: int = 0        # checkpoint only at evaluations that fall on a multiple of this (0 = at every one);
+                                  # the end, a signal and --stop-at always save. For models whose saves take long
     eval_iters: int = 8           # validation batches of batch_size x world fixed windows (same for every arm/seed)
     log_interval: int = 10        # print and log training loss every this many steps
     batch_size: int = 8           # sequences per micro-step per process
@@ -67,7 +69,7 @@ class TrainConfig:
     sample_start: str = "The"     # the prompt of that sample ("" = the end-of-text token)
     quiet: bool = False           # print one summary line at the end instead of the banner and the progress lines
                                   # (notebooks; problems are still printed)
-    preset: str = "cpu"           # named defaults (util/presets.py): cpu (the quick start), ref, big, tiny,
+    preset: str = "cpu"           # named defaults (util/presets.py): cpu (the quick start), ref, big, xl, xxl, tiny,
                                   # shakespeare, pile-200m, pile-400m, pile-1b; flags given on the command line override them
 
     CHOICES = dict(preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES))
@@ -339,7 +341,8 @@ def train(run: Run) -> str:
                 run.log(event="eval", step=run.step, val_loss=val, tokens=run.tokens_seen, elapsed_s=round(run.elapsed, 3))
                 if not math.isfinite(val):
                     return non_finite(run, "validation", val)
-                if run.step > 0 and run.step != run.resumed_at:
+                due = not tc.save_interval or run.step % tc.save_interval == 0 or run.step == tc.max_iters
+                if run.step > 0 and run.step != run.resumed_at and due:
                     save(run)
             if run.step >= tc.max_iters:
                 return "done"

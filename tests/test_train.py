@@ -154,6 +154,16 @@ def test_nan_stops_the_run_and_keeps_the_last_checkpoint(dataset, tmp_path):
     assert read_log(tmp_path, "nan")
 
 
+def test_save_interval_thins_the_checkpoints_and_the_end_still_saves(dataset, tmp_path, monkeypatch):
+    saved = []
+    monkeypatch.setattr(train.checkpoint, "save", lambda state, path: saved.append(state["step"]))
+    run(dataset, tmp_path, "--max-iters", "7", "--eval-interval", "2", "--save-interval", "4")
+    assert saved == [4, 7]                                   # evaluations at 2, 4, 6, 7: 4 and the end
+    saved.clear()
+    run(dataset, tmp_path / "every", "--max-iters", "5", "--eval-interval", "2")
+    assert saved == [2, 4, 5]                                # the default: at every evaluation
+
+
 @pytest.mark.slow
 def test_sigterm_saves_and_resume_finishes(dataset, tmp_path):
     cmd = [sys.executable, "train.py", "--dataset", dataset, "--out-dir", str(tmp_path), *TINY,
