@@ -31,7 +31,7 @@ from util.presets import PRESETS
 
 ARMS = ("tied", "untied", "lev")
 LRS = ("5e-4", "1e-3", "2e-3", "4e-3", "8e-3")   # the learning rates the lr axis may have run (2e-3: the main runs)
-BODIES = ("cpu", "ref", "big")                    # experiments/reproduce.py's bodies, from table-heavy to body-heavy
+BODIES = ("cpu", "ref", "big", "xl", "xxl")       # experiments/reproduce.py's bodies, from table-heavy to body-heavy
 VOCABS = {"gpt2": 50257, "cl100k_base": 100277, "o200k_base": 200019}
 # The ref body's runs of docs/results.md section 3, as printed by evaluate.py, when out/ no longer holds them.
 SAVED_EVAL = {"ref": os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "results",
@@ -63,6 +63,10 @@ def collect(out, saved) -> dict:
         r, d = json.load(open(path)), os.path.dirname(path)
         ds = next(x for x in r["datasets"] if not x["zero_shot"])
         p = points[os.path.basename(d)] = dict(loss={}, curve={})
+        config = os.path.join(r["runs"][0]["dir"], "config.json") if r["runs"] else ""
+        if os.path.exists(config):                  # where and at what learning rate the group trained
+            cfg = json.load(open(config))
+            p.update(lr=cfg["train"]["lr"], device=cfg["device"].split(":")[0])
         for x in r["runs"]:
             key = f"{x['emb']}_s{x['seed']}"
             p["loss"][key] = ds["runs"][x["label"]]["loss"]
@@ -73,6 +77,20 @@ def collect(out, saved) -> dict:
     with open(saved, "w") as f:                     # a group per line: small diffs as groups land
         f.write("{\n" + ",\n".join(f"{json.dumps(k)}: {json.dumps(points[k])}" for k in sorted(points)) + "\n}\n")
     return points
+
+
+def body_lr(body: str) -> float:
+    """The learning rate experiments/reproduce.py gives a body: its last --lr flag, else its preset's."""
+    flags = reproduce.BODIES[body]
+    given = [f for f in flags if f.startswith("--lr=")]
+    return float(given[-1].split("=")[1]) if given else PRESETS[body]["lr"]
+
+
+def conditions(points, name, body) -> str:
+    """"lr 6e-4, GPU": a group's learning rate and device (groups saved before these were kept: the body's, CPU)."""
+    p = points.get(name, {})
+    lr = re.sub(r"e-0(\d)", r"e-\1", f"{p.get('lr', body_lr(body)):.0e}")
+    return f"lr {lr}, {'GPU' if p.get('device') == 'cuda' else p.get('device', 'cpu').upper()}"
 
 
 def run_key(key: str) -> tuple:
@@ -247,42 +265,60 @@ def describe(f, unit, where) -> str:
     return s + "; no crossing of zero ahead is supported (the slope is within 2 se of 0 or points away from 0)."
 
 
-def axis_points(points, docs, key, values, x_of, xlabel, title, name, xlog=False):
+def axis_points(points, docs, key, values, x_of, xlabel, title, name, xlog=False, extra=()):
     """A gap-vs-x axis (size or vocabulary): per value, the paired gaps of untied and lev vs tied; a figure; a line
-    through lev vs tied against x (xlog: against log2 x, a slope per doubling)."""
+    through lev vs tied against x (xlog: against log2 x, a slope per doubling). extra: (value, group) pairs, other
+    runs at a value (another device, learning rate or fix), shown in the table and as open circles, not in the line."""
     rows, pts, ticks = [], {arm: [] for arm in ("untied", "lev")}, {}
-    for v in values:
-        loss = losses(points, group(**{key: v}))
+    for v, name_v, main in [(v, group(**{key: v}), True) for v in values] + [(v, g, False) for v, g in extra]:
+        loss = losses(points, name_v)
         if not loss:
             continue
         x, info = x_of(v)
         g = {arm: gaps(loss, arm) for arm in pts}
         for arm in pts:
-            pts[arm] += [(x, d) for d in g[arm].values()]
-        rows.append((v, info, g, gaps(loss, "lev", "untied")))
+            pts[arm] += [(x, d, main) for d in g[arm].values()]
+        label = v if main else f"{v} ({name_v[len(v) + 1:]})"
+        where = conditions(points, name_v, v if key == "body" else "cpu")
+        rows.append((label, info, where, g, gaps(loss, "lev", "untied")))
         ticks[x] = v
-    if len(rows) < 2:
+    if len({x for x, _, main in pts["lev"] if main}) < 2:
         return [f"Not run yet (fewer than two points): `python -m experiments.trends {name} --input ...`."], None
     fig, ax = plt.subplots(figsize=(5.5, 3.6))
     for arm, p in pts.items():
-        xs, ys = zip(*p)
-        ax.plot(xs, [pct(y) for y in ys], "o", color=COLORS[arm], alpha=0.6, label=f"{arm} vs tied (runs)")
-        means = {x: np.mean([pct(y) for xx, y in p if xx == x]) for x in sorted(set(xs))}
+        on = [(x, y) for x, y, main in p if main]
+        ax.plot(*zip(*[(x, pct(y)) for x, y in on]), "o", color=COLORS[arm], alpha=0.6, label=f"{arm} vs tied (runs)")
+        means = {x: np.mean([pct(y) for xx, y in on if xx == x]) for x in sorted({x for x, _ in on})}
         ax.plot(list(means), list(means.values()), "-", color=COLORS[arm])
+        off = [(x, pct(y)) for x, y, main in p if not main]
+        if off:
+            ax.plot(*zip(*off), "o", mfc="none", color=COLORS[arm], alpha=0.8, label=f"{arm}: other runs (table)")
     ax.axhline(0, color="grey", lw=0.8)
     ax.set(xlabel=xlabel, ylabel="val ppl change vs tied (%)", title=title, xscale="log" if xlog else "linear")
     ax.minorticks_off()
     ax.set_xticks(list(ticks), [f"{v}\n{x:,.0f}" for x, v in ticks.items()])
-    ax.legend(frameon=False, fontsize=8)
-    lines = ["| setting | " + rows[0][1][0] + " | untied vs tied | lev vs tied | lev vs untied |", "|---|---|---|---|---|"]
-    lines += [f"| {v} | {info[1]} | {mean_sd(g['untied'].values())} | {mean_sd(g['lev'].values())} | "
-              f"{mean_sd(gu.values())} |" for v, info, g, gu in rows]
-    xs, ys = zip(*pts["lev"])
+    ax.legend(frameon=False, fontsize=7)
+    lines = ["| setting | " + rows[0][1][0] + " | trained | untied vs tied | lev vs tied | lev vs untied |",
+             "|---|---|---|---|---|---|"]
+    lines += [f"| {v} | {info[1]} | {where} | {mean_sd(g['untied'].values())} | {mean_sd(g['lev'].values())} | "
+              f"{mean_sd(gu.values())} |" for v, info, where, g, gu in rows]
+    if extra and any(not main for *_, main in pts["lev"]):
+        lines += ["", "Rows with a tag in brackets are other runs of a setting (another device, learning rate or fix): "
+                  "open circles in the figure, not in the line."]
+    xs, ys = zip(*[(x, y) for x, y, main in pts["lev"] if main])
     f = fit([math.log2(x) if xlog else x for x in xs], ys) if len(set(xs)) >= 3 else None
     lines += ["", f"A straight line through lev vs tied (nats) against {'log2 ' if xlog else ''}{xlabel}, every run: " +
               describe(f, "per doubling" if xlog else "per point", (lambda x: f"{2 ** x:,.0f}") if xlog else
                        (lambda x: f"{x:.0f}%"))]
     return lines, save(fig, os.path.join(docs, f"trends_{name}.png"))
+
+
+def size_extra(points) -> list:
+    """(body, group) of the other runs of the bodies above the cpu one ("big_gpu", "xl_lr1e-3"; GPT-2's vocabulary):
+    the cpu body's variants belong to the learning-rate and length axes."""
+    bodies = "|".join(b for b in BODIES if b != "cpu")
+    return [(m[1], name) for name in sorted(points) if (m := re.fullmatch(rf"({bodies})_(\w[\w.-]*)", name))
+            and not any(tok in name for tok in VOCABS)]
 
 
 def report(out="out/reproduce", docs="docs/results"):
@@ -302,7 +338,8 @@ def report(out="out/reproduce", docs="docs/results"):
     parts = [("1. Learning rate, per arm", axis_lr(points, docs)),
              ("2. Training length", axis_length(points, docs)),
              ("3. Model size", axis_points(points, docs, "body", BODIES, size_x, "the body's share of a tied model (%)",
-                                           "The gap vs the body's size (GPT-2 vocabulary, 1M tokens)", "size")),
+                                           "The gap vs the body's size (GPT-2 vocabulary, 1M tokens)", "size",
+                                           extra=size_extra(points))),
              ("4. Vocabulary", axis_points(points, docs, "tokenizer", VOCABS, vocab_x, "vocabulary size V",
                                            "The gap vs the vocabulary (cpu body, 1M tokens)", "vocab", xlog=True))]
     md = ["# Where LEV starts to pay: the trends", "",

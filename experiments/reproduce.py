@@ -19,21 +19,25 @@ there), and any prepared datasets given with --zero-shot.
 Bodies (util/presets.py): "cpu" is the quick start's size (4 layers, width 128, context 128, batch 8: 1,024 tokens
 per step), where the input table is 88% of a tied model; "ref" is the reference size (6 layers, width 384, context
 256, batch 8: 2,048 tokens per step), a body-heavier model; "big" (8 x 512, context 256) has a body about as large
-as GPT-2's table. All default to 1,024,000 training tokens per run. --tokenizer re-tokenises the same text (and the
-zero-shot sets) with cl100k_base or o200k_base (the paper's); results then go to <body>_<tokenizer>[_<tag>].
+as GPT-2's table; "xl" (12 x 768, GPT-2 small's body) and "xxl" (16 x 1024) are body-dominated sizes for a GPU,
+each with a lower learning rate. All default to 1,024,000 training tokens per run. --tokenizer re-tokenises the
+same text (and the zero-shot sets) with cl100k_base or o200k_base (the paper's); results then go to
+<body>_<tokenizer>[_<tag>].
 Arms: every --emb of model.py, plus the controls lev_shuffled (LEV on the digits of randomly permuted ids),
 lev_k32 (32 spline knots; more parameters than lev) and flat_mlp_4m (flat_mlp with a 4m-wide hidden layer).
 The core arms (tied, untied, lev, lev_shuffled) run --seeds, the others --seeds-others. Seed s means the same
 initialisation stream and the same batches for every arm.
 
 Every run is `python train.py` with the flags printed. A finished run (its log has the final eval) is skipped and
-an unfinished one resumed, so the script can be stopped and started again; each run's wall time is logged in its
-log.jsonl. Results: out/reproduce/<corpus>/<body>[_<tag>]/: eval.json, eval.txt, summary.md, plots/, timing.json.
+an unfinished one resumed, so the script can be stopped and started again; --jobs N trains N at once (for a GPU that
+one small run leaves mostly idle). Each run's wall time is logged in timing.json. Results:
+out/reproduce/<corpus>/<body>[_<tag>]/: eval.json, eval.txt, summary.md, plots/, timing.json.
 --tasks adds the downstream tasks to the evaluation (evaluate.py --tasks: lm-evaluation-harness, zero-shot).
 """
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import time
@@ -53,6 +57,8 @@ BODIES = {   # name -> train.py flags (the same for every arm): a preset of util
     "cpu": ["--preset=cpu", "--max-iters=1000", "--eval-interval=100", "--lr=2e-3", "--warmup-iters=50"],
     "ref": ["--preset=ref"],
     "big": ["--preset=big"],
+    "xl": ["--preset=xl"],
+    "xxl": ["--preset=xxl"],
 }
 CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_k32": ["--emb=lev", "--lev-kappa=32"],
             "flat_mlp_4m": ["--emb=flat_mlp", "--flat-mlp-hidden=4m"]}
@@ -64,7 +70,7 @@ CORE = ("tied", "untied", "lev", "lev_shuffled")
 class ReproduceConfig:
     corpus: str = "shakespeare"   # shakespeare, wikitext103 or text (with --input)
     input: list[str] = field(default_factory=list)  # the corpus's files (text: required; others: instead of a download)
-    body: str = "cpu"             # cpu (4 x 128), ref (6 x 384, body-heavier) or big (8 x 512, context 256)
+    body: str = "cpu"             # cpu (4 x 128), ref (6 x 384, body-heavier), big (8 x 512, context 256), xl, xxl
     tokenizer: str = "gpt2"       # the corpus's (and the zero-shot sets') tokenizer: gpt2, cl100k_base, o200k_base
     arms: list[str] = field(default_factory=lambda: ["tied", "untied", "lev", "lev_shuffled", "albert", "flat_mlp",
                                                      "factorized_mlp", "lev_k32"])  # which arms (see ARMS)
@@ -81,6 +87,8 @@ class ReproduceConfig:
     tasks: list[str] = field(default_factory=list)  # downstream tasks for evaluate.py --tasks (e.g. paper; needs
                                   # requirements-eval.txt and its data)
     task_limit: int = 0           # the first N items of each downstream task (0 = all)
+    jobs: int = 1                 # train this many runs at once (a GPU that one small run leaves idle; on a CPU keep 1:
+                                  # runs sharing the cores slow each other several-fold)
     dry_run: bool = False         # print the commands, run nothing
 
 
@@ -88,6 +96,47 @@ def sh(cmd, dry, capture=False):
     print("+", " ".join(shlex.quote(c) for c in cmd), flush=True)
     if not dry:
         return subprocess.run(cmd, check=True, capture_output=capture, text=True).stdout
+
+
+def train_all(todo, jobs=1, dry=False) -> dict:
+    """Run each (out_dir, command), at most `jobs` at once -> {run name: wall seconds}. One at a time, a run prints
+    to the console; several at once, each writes <out_dir>/train.out. The first failure stops the rest."""
+    if jobs <= 1 or dry:
+        timing = {}
+        for out_dir, cmd in todo:
+            t1 = time.time()
+            sh(cmd, dry)
+            timing[os.path.basename(out_dir)] = round(time.time() - t1, 1)
+        return timing
+    timing, waiting, running = {}, list(todo), {}
+    def stop(signum, frame):                    # SIGTERM (e.g. from `timeout`) stops the runs too, not the loop alone
+        sys.exit(f"stopped by signal {signum}; the runs were asked to save. Run the command again to resume.")
+    previous = signal.signal(signal.SIGTERM, stop)
+    try:
+        while waiting or running:
+            while waiting and len(running) < jobs:
+                out_dir, cmd = waiting.pop(0)
+                os.makedirs(out_dir, exist_ok=True)
+                print("+", " ".join(shlex.quote(c) for c in cmd), f"> {os.path.join(out_dir, 'train.out')}", flush=True)
+                with open(os.path.join(out_dir, "train.out"), "w") as f:
+                    running[out_dir] = (subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT), time.time())
+            time.sleep(0.2)
+            for out_dir, (proc, t1) in list(running.items()):
+                if proc.poll() is None:
+                    continue
+                del running[out_dir]
+                if proc.returncode:
+                    sys.exit(f"error: a run failed (exit {proc.returncode}); its output is in "
+                             f"{os.path.join(out_dir, 'train.out')}. Run the command again to resume.")
+                timing[os.path.basename(out_dir)] = round(time.time() - t1, 1)
+                print(f"{out_dir}: finished in {timing[os.path.basename(out_dir)]:.0f} s", flush=True)
+    finally:
+        for proc, _ in running.values():        # on a failure or Ctrl-C, stop the others (they save and exit)
+            proc.terminate()
+        for proc, _ in running.values():
+            proc.wait()
+        signal.signal(signal.SIGTERM, previous)
+    return timing
 
 
 def body_steps(body: list) -> int:
@@ -142,7 +191,7 @@ def main(argv=None):
     common = [*body, f"--dataset={dataset}", f"--data-root={rc.data_root}", "--eval-iters=16", "--log-interval=50", "--sample-tokens=0",
               *([f"--input-scale={rc.input_scale}"] if rc.input_scale else []), *shlex.split(rc.train_flags)]
     results = os.path.join(rc.out, rc.corpus, results_name(rc.body, rc.tokenizer, rc.tag))
-    runs, timing = [], {}
+    runs, todo = [], []
     order = sorted(rc.arms, key=lambda a: a != "tied")                  # tied first: evaluate.py's baseline
     for seed in sorted(set(rc.seeds) | set(rc.seeds_others)):
         for arm in order:
@@ -153,9 +202,9 @@ def main(argv=None):
             if finished(out_dir, steps):
                 continue
             resume = ["--resume"] if os.path.exists(os.path.join(out_dir, "ckpt.pt")) else []
-            t1 = time.time()
-            sh([py, "train.py", *ARMS[arm], f"--seed={seed}", *common, f"--out-dir={out_dir}", *resume], rc.dry_run)
-            timing[os.path.basename(out_dir)] = round(time.time() - t1, 1)
+            todo.append((out_dir, [py, "train.py", *ARMS[arm], f"--seed={seed}", *common, f"--out-dir={out_dir}",
+                                   *resume]))
+    timing = train_all(todo, rc.jobs, rc.dry_run)
     cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root", rc.data_root, "--max-windows",
            str(rc.max_windows), "--json", os.path.join(results, "eval.json"), "--plots", os.path.join(results, "plots"),
            "--summary", os.path.join(results, "summary.md"),

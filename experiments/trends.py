@@ -7,6 +7,7 @@ docs/results.md. Run from the project folder, one command at a time (two at once
     python -m experiments.trends lr     --input shakespeare.txt kjv.txt austen.txt    # learning rate, per arm
     python -m experiments.trends length --input shakespeare.txt kjv.txt austen.txt    # 8.2M training tokens
     python -m experiments.trends size   --input shakespeare.txt kjv.txt austen.txt    # the 8 x 512 body
+    python -m experiments.trends size   --input ... --bodies xl xxl --jobs 6          # 12 x 768, 16 x 1024: a GPU
     python -m experiments.trends vocab  --input shakespeare.txt kjv.txt austen.txt    # o200k_base, cl100k_base
     python -m experiments.trends report                                               # tables and figures
 
@@ -19,6 +20,8 @@ bf16 expect 2-3x longer, and `length` then defaults to 4.1M tokens):
           full length: 6 runs of ~22 minutes, ~2.5 hours with the evaluation; `--length-tokens 2048000` adds
           the same at 2.05M tokens (6 runs of ~5.5 minutes, ~35 minutes), another schedule end for the trend
   size    the "big" body (8 x 512, context 256; the body about as large as the table), seeds 1-2, 1M tokens: 6 runs
+          of 15-24 minutes, ~2 hours. --bodies xl xxl --jobs 6: 12 x 768 and 16 x 1024 (the body 69% and 80% of
+          the model) for a GPU, about 5.5 minutes on one H200 with six runs at once
   vocab   the cpu body on the same text re-tokenised with o200k_base (the paper's) and cl100k_base, seeds 1-2, 1M
           tokens: 12 runs, ~10 minutes each at o200k_base
 The main comparison (tied/untied/lev, cpu body, GPT-2's vocabulary, 1M tokens, seeds 1-3) is
@@ -46,6 +49,8 @@ class TrendsConfig:
     data_root: str = "data"       # where prepared datasets go
     length_tokens: int = 0        # length axis: training tokens per run, rounded up to whole steps of 1,024 (0: 8 x
                                   # the main runs' 1,024,000 where bf16 is native, else 4 x)
+    bodies: list[str] = field(default_factory=lambda: ["big"])  # size axis: the bodies to run (big; xl xxl on a GPU)
+    jobs: int = 1                 # runs trained at once (experiments/reproduce.py --jobs; more than 1 only on a GPU)
     docs: str = "docs/results"    # report: where the figures and trends.md go
     dry_run: bool = False         # print the commands, run nothing
 
@@ -81,7 +86,8 @@ def axis_length(tc: TrendsConfig):
 
 
 def axis_size(tc: TrendsConfig):
-    run(tc, "--body", "big", "--seeds", "1", "2")
+    for body in tc.bodies:
+        run(tc, "--body", body, "--seeds", "1", "2", "--jobs", str(tc.jobs))
 
 
 def axis_vocab(tc: TrendsConfig):

@@ -4,6 +4,7 @@ import os
 import shlex
 import subprocess
 import sys
+import time
 
 import pytest
 
@@ -56,6 +57,42 @@ def test_every_emb_of_the_model_is_an_arm_and_bodies_and_subsets(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "experiments.reproduce", "--dry-run", "--arms", "nope"], cwd=ROOT,
                          capture_output=True, text=True)
     assert bad.returncode != 0 and "unknown arm" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_runs_train_at_most_jobs_at_once_and_a_failure_names_its_output(tmp_path):
+    from experiments.reproduce import train_all
+    stamp = ("import os, sys, time; p = os.path.join(sys.argv[1], 't'); open(p, 'w').write(f'{time.time()} '); "
+             "time.sleep(0.4); open(p, 'a').write(f'{time.time()}')")
+    todo = [(str(tmp_path / f"r{i}"), [sys.executable, "-c", stamp, str(tmp_path / f"r{i}")]) for i in range(5)]
+    timing = train_all(todo, jobs=2)
+    assert set(timing) == {f"r{i}" for i in range(5)}
+    spans = [tuple(map(float, (tmp_path / f"r{i}" / "t").read_text().split())) for i in range(5)]
+    at_once = [sum(a <= start < b for a, b in spans) for start, _ in spans]    # runs alive as each one starts
+    assert max(at_once) == 2                                                    # two at once, never three
+    fail = [(str(tmp_path / "bad"), [sys.executable, "-c", "print('boom'); raise SystemExit(3)"])]
+    with pytest.raises(SystemExit, match=r"exit 3.*bad/train.out"):
+        train_all(fail, jobs=2)
+    assert "boom" in (tmp_path / "bad" / "train.out").read_text()
+
+
+def test_a_stopped_reproduction_stops_the_runs_it_started(tmp_path):
+    """SIGTERM to reproduce.py (e.g. from `timeout`) with runs in flight: they are stopped too, not left behind."""
+    child = "import os, sys, time; open(os.path.join(sys.argv[1], 'pid'), 'w').write(str(os.getpid())); time.sleep(60)"
+    dirs = [str(tmp_path / f"r{i}") for i in range(3)]
+    parent = subprocess.Popen([sys.executable, "-c", "import sys; from experiments.reproduce import train_all; "
+                               f"train_all([(d, [sys.executable, '-c', {child!r}, d]) for d in {dirs!r}], jobs=2)"],
+                              cwd=ROOT, stderr=subprocess.PIPE, text=True)
+    pids = [os.path.join(d, "pid") for d in dirs[:2]]
+    for _ in range(300):
+        if all(os.path.exists(p) and open(p).read() for p in pids):
+            break
+        time.sleep(0.05)
+    parent.terminate()
+    assert parent.wait(timeout=30) != 0 and "stopped by signal" in parent.stderr.read()
+    for p in pids:
+        with pytest.raises(ProcessLookupError):
+            os.kill(int(open(p).read()), 0)
+    assert not os.path.exists(os.path.join(dirs[2], "pid"))                    # the third never started
 
 
 @pytest.mark.slow

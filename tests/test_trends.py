@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from analysis import trends
+from analysis.trends import pct
 from conftest import ROOT
 from test_reproduce import dry_run, flags
 from util import runtime
@@ -33,6 +34,9 @@ def test_each_axis_runs_tied_untied_lev_with_its_one_change(tmp_path):
     assert {f["max-iters"] for f in axis_commands(tmp_path, "length")} == {"8000" if native else "4000"}
     size = axis_commands(tmp_path, "size")
     assert {f["preset"] for f in size} == {"big"} and len(size) == 6
+    gpu = axis_commands(tmp_path, "size", "--bodies", "xl", "xxl", "--jobs", "3")
+    assert sorted((f["preset"], f["emb"], f["seed"]) for f in gpu) == \
+        sorted((b, a, s) for b in ("xl", "xxl") for a in ("tied", "untied", "lev") for s in ("1", "2"))
     vocab = axis_commands(tmp_path, "vocab")
     assert {f["dataset"] for f in vocab} == {"repro_text_o200k_base", "repro_text_cl100k_base"} and len(vocab) == 12
 
@@ -63,8 +67,8 @@ def test_fit_matches_numpy_and_crosses_zero_only_when_the_slope_is_clear():
     assert trends.fit(x[:2], y[:2]) is None
 
 
-def write_group(out, name, loss, tokens=(102_400, 204_800), curve=None):
-    """A group folder as experiments/reproduce.py leaves it: eval.json and each run's log.jsonl."""
+def write_group(out, name, loss, tokens=(102_400, 204_800), curve=None, config=None):
+    """A group folder as experiments/reproduce.py leaves it: eval.json and each run's log.jsonl (and config.json)."""
     d = os.path.join(out, "text", name)
     runs, ds = [], {}
     for (emb, seed), value in loss.items():
@@ -73,6 +77,8 @@ def write_group(out, name, loss, tokens=(102_400, 204_800), curve=None):
         with open(os.path.join(run, "log.jsonl"), "w") as f:
             for t, v in zip(tokens, (curve or {}).get((emb, seed), [value] * len(tokens))):
                 f.write(json.dumps(dict(event="eval", tokens=t, val_loss=v)) + "\n")
+        if config:
+            json.dump(config, open(os.path.join(run, "config.json"), "w"))
         runs.append(dict(dir=run, label=f"{emb}_s{seed}", emb=emb, seed=seed))
         ds[f"{emb}_s{seed}"] = dict(loss=value)
     json.dump(dict(runs=runs, datasets=[dict(zero_shot=True, runs={}), dict(zero_shot=False, runs=ds)]),
@@ -88,6 +94,8 @@ def test_report_reads_every_axis_and_keeps_the_points_for_a_later_machine(tmp_pa
     write_group(out, "cpu_lr4e-3", {k: v + 0.03 for k, v in arms(0.0, (1,)).items()})
     write_group(out, "big", {k: v - (0.04 if k[0] == "lev" else 0.0) for k, v in arms(0.0).items()})
     write_group(out, "cpu_o200k_base", arms(0.2))
+    write_group(out, "big_gpu", {k: v + (0.5 if k[0] == "lev" else 0.0) for k, v in arms(0.0).items()},
+                config=dict(train=dict(lr=1e-3), device="cuda:0"))          # another run of big: a row, not in the line
     toks = [102_400 * i for i in range(1, 81)]
     gap = {s: [0.05 - 0.01 * math.log10(t / 1e6) for t in toks] for s in (1, 2)}
     shorter = lambda t: {k: v - (0.02 * math.log10(t / trends.MAIN_TOKENS) if k[0] == "lev" else 0) for k, v in arms(0.0).items()}
@@ -101,6 +109,10 @@ def test_report_reads_every_axis_and_keeps_the_points_for_a_later_machine(tmp_pa
     assert f"| tied | {ppl(5.121)} | **{ppl(5.101)}** | {ppl(5.131)} | 2e-3 |" in md
     assert f"lev {100 * math.expm1(5.141 - 5.101):+.1f}% vs tied" in md      # each arm at its own best lr
     assert "| big |" in md and "| cpu |" in md and "| o200k_base |" in md and "| gpt2 |" in md
+    size = md[md.index("## 3. Model size"):md.index("## 4.")]
+    assert "| cpu | 12% (6.4M of 7.3M) | lr 2e-3, CPU |" in size and "| big | 50% (25.7M of 51.4M) | lr 1e-3, CPU |" in size
+    assert f"| big (gpu) | 50% (25.7M of 51.4M) | lr 1e-3, GPU | {pct(-0.05):+.1f}% (sd 0.0, n 2) | {pct(0.55):+.1f}% (sd" in size
+    assert "every run: slope" in size and "6 points)" in size                  # cpu, ref (saved), big: not big_gpu
     at8 = 80 * 102_400                                                          # 8x the main runs' tokens
     assert f"| 8.19M | -1.0% (sd 0.0, n 2) | {100 * math.expm1(0.05 - 0.01 * math.log10(at8 / 1e6)):+.1f}% (sd" in md
     assert f"| 8.19M | -4.9% (sd 0.0, n 2) | {100 * math.expm1(0.05 - 0.02 * math.log10(8)):+.1f}% (sd" in md   # at the end

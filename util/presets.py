@@ -9,10 +9,13 @@ lev_<field>); flags given on the command line override it.
 import argparse
 
 # Sizes. The quick start's body is small next to its GPT-2 input table (the table is 88% of a tied model);
-# the reference body is heavier (65%), "big" heavier still (50%).
+# the reference body is heavier (65%), "big" heavier still (50%); in "xl" and "xxl" (GPU sizes) the body dominates
+# (the table 31% and 20%).
 CPU = dict(n_layer=4, n_head=4, n_embd=128, block_size=128, batch_size=8)      # the quick start: python train.py
 REF = dict(n_layer=6, n_head=6, n_embd=384, block_size=256, batch_size=8)      # the reference size: bench, results
 BIG = dict(n_layer=8, n_head=8, n_embd=512, block_size=256, batch_size=8)      # a body about as large as GPT-2's table
+XL = dict(n_layer=12, n_head=12, n_embd=768, block_size=256, batch_size=8)     # GPT-2 small's body: 69% of a tied model
+XXL = dict(n_layer=16, n_head=16, n_embd=1024, block_size=256, batch_size=8)   # the body 80% of a tied model (254M)
 TINY = dict(n_layer=2, n_head=2, n_embd=32, block_size=32, batch_size=4,       # smoke tests: seconds on a CPU
             lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
 
@@ -24,6 +27,10 @@ PRESETS = {
     "cpu": CPU,
     "ref": dict(REF, max_iters=500, eval_interval=50, lr=1e-3, warmup_iters=25),   # 1.02M tokens, as the results
     "big": dict(BIG, max_iters=500, eval_interval=50, lr=1e-3, warmup_iters=25),   # 1.02M tokens (docs/results.md 7)
+    # The same 1.02M tokens; the learning rate falls with width as in GPT-3's table (125M: 6e-4, 350M: 3e-4); saved
+    # at the end only (weights and AdamW state are 1.5-3 GB: 15-30 GB a run if saved at every evaluation).
+    "xl": dict(XL, max_iters=500, eval_interval=50, lr=6e-4, warmup_iters=25, save_interval=500),
+    "xxl": dict(XXL, max_iters=500, eval_interval=50, lr=3e-4, warmup_iters=25, save_interval=500),
     "tiny": dict(TINY, max_iters=20, eval_interval=10, eval_iters=2, log_interval=5),
     "shakespeare": dict(REF, dataset="shakespeare", batch_size=12, max_iters=2000, eval_interval=250, eval_iters=20,
                         lr=1e-3, warmup_iters=100),
