@@ -43,6 +43,8 @@ import sys
 import time
 from dataclasses import dataclass, field
 
+import torch
+
 from data.prepare import dataset_dir_name
 from model import EMB_CHOICES
 from util.cli import parse
@@ -185,6 +187,8 @@ def main(argv=None):
     if unknown:
         sys.exit(f"error: unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}.")
     py, t0 = sys.executable, time.time()
+    if rc.jobs > 1 and not torch.cuda.is_available():
+        print(f"note: --jobs {rc.jobs} without a GPU: the runs share the CPU cores and slow each other several-fold.")
     dataset, zero_shot = prepare(rc, py)
     body = BODIES[rc.body] + ([f"--max-iters={rc.steps}"] if rc.steps else [])
     steps = body_steps(body)
