@@ -302,7 +302,7 @@ def axis_points(points, docs, key, values, x_of, xlabel, title, name, xlog=False
              "|---|---|---|---|---|---|"]
     lines += [f"| {v} | {info[1]} | {where} | {mean_sd(g['untied'].values())} | {mean_sd(g['lev'].values())} | "
               f"{mean_sd(gu.values())} |" for v, info, where, g, gu in rows]
-    if extra and any(not main for *_, main in pts["lev"]):
+    if any(not main for *_, main in pts["lev"]):
         lines += ["", "Rows with a tag in brackets are other runs of a setting (another device, learning rate or fix): "
                   "open circles in the figure, not in the line."]
     xs, ys = zip(*[(x, y) for x, y, main in pts["lev"] if main])

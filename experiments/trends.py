@@ -50,7 +50,7 @@ class TrendsConfig:
     length_tokens: int = 0        # length axis: training tokens per run, rounded up to whole steps of 1,024 (0: 8 x
                                   # the main runs' 1,024,000 where bf16 is native, else 4 x)
     bodies: list[str] = field(default_factory=lambda: ["big"])  # size axis: the bodies to run (big; xl xxl on a GPU)
-    jobs: int = 1                 # runs trained at once (experiments/reproduce.py --jobs; more than 1 only on a GPU)
+    jobs: int = 1                 # runs trained at once, on every axis (reproduce.py --jobs; more than 1 only on a GPU)
     docs: str = "docs/results"    # report: where the figures and trends.md go
     dry_run: bool = False         # print the commands, run nothing
 
@@ -60,7 +60,7 @@ def run(tc: TrendsConfig, *extra, arms=ARMS):
     if not tc.input and not tc.dry_run:
         sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
     argv = ["--corpus", "text", "--input", *tc.input, "--arms", *arms, "--out", tc.out, "--data-root", tc.data_root,
-            *(["--dry-run"] if tc.dry_run else []), *extra]
+            "--jobs", str(tc.jobs), *(["--dry-run"] if tc.dry_run else []), *extra]
     print("experiments.reproduce " + " ".join(argv), flush=True)
     reproduce.main(argv)
 
@@ -87,7 +87,7 @@ def axis_length(tc: TrendsConfig):
 
 def axis_size(tc: TrendsConfig):
     for body in tc.bodies:
-        run(tc, "--body", body, "--seeds", "1", "2", "--jobs", str(tc.jobs))
+        run(tc, "--body", body, "--seeds", "1", "2")
 
 
 def axis_vocab(tc: TrendsConfig):
