@@ -86,11 +86,16 @@ def body_lr(body: str) -> float:
     return float(given[-1].split("=")[1]) if given else PRESETS[body]["lr"]
 
 
-def conditions(points, name, body) -> str:
-    """"lr 6e-4, GPU": a group's learning rate and device (groups saved before these were kept: the body's, CPU)."""
+def lr_device(points, name, body) -> tuple:
+    """("6e-4", "GPU"): a group's learning rate and device (groups saved before these were kept: the body's, CPU)."""
     p = points.get(name, {})
-    lr = re.sub(r"e-0(\d)", r"e-\1", f"{p.get('lr', body_lr(body)):.0e}")
-    return f"lr {lr}, {'GPU' if p.get('device') == 'cuda' else p.get('device', 'cpu').upper()}"
+    lr = re.sub(r"e-0(\d)", r"e-\1", f"{p.get('lr', body_lr(body)):.1e}".replace(".0e", "e"))
+    return lr, "GPU" if p.get("device") == "cuda" else p.get("device", "cpu").upper()
+
+
+def conditions(points, name, body) -> str:
+    """"lr 6e-4, GPU": a group's learning rate and device."""
+    return "lr {}, {}".format(*lr_device(points, name, body))
 
 
 def run_key(key: str) -> tuple:
@@ -276,6 +281,8 @@ def axis_points(points, docs, key, values, x_of, xlabel, title, name, xlog=False
             continue
         x, info = x_of(v)
         g = {arm: gaps(loss, arm) for arm in pts}
+        if not main and not any(g.values()):
+            continue                                 # one arm alone (a learning rate tried for it): axis_rates
         for arm in pts:
             pts[arm] += [(x, d, main) for d in g[arm].values()]
         label = v if main else f"{v} ({name_v[len(v) + 1:]})"
@@ -321,6 +328,53 @@ def size_extra(points) -> list:
             and not any(tok in name for tok in VOCABS)]
 
 
+# A group re-run after a fix: its runs replace the earlier group's at the same arm, seed, learning rate and device.
+SUPERSEDES = {"big_lnfix": "big"}
+
+
+def rates(points, body) -> dict:
+    """{device: {arm: {lr: {seed: validation loss}}}} of a body's groups (its main one and size_extra's)."""
+    names = [group(body=body)] + [g for b, g in size_extra(points) if b == body]
+    out, source = {}, {}
+    for name in names:
+        lr, device = lr_device(points, name, body)
+        for (arm, seed), loss in losses(points, name).items():
+            if any(SUPERSEDES.get(n) == name and (arm, seed) in losses(points, n) for n in names):
+                continue
+            key = (device, arm, lr, seed)
+            if key in source:
+                raise ValueError(f"{arm} seed {seed} at lr {lr} on the {device} is in two groups, {source[key]} and "
+                                 f"{name}: name the one that replaces the other in analysis/trends.py's SUPERSEDES.")
+            source[key] = name
+            out.setdefault(device, {}).setdefault(arm, {}).setdefault(lr, {})[seed] = loss
+    return out
+
+
+def axis_rates(points) -> list:
+    """Per body and device where more than one learning rate ran: each arm's validation perplexity per rate (mean
+    over seeds), and the arms compared each at its own best rate (lowest mean), paired by seed."""
+    lines = []
+    for body in BODIES[1:]:                           # the cpu body has its own axis (1.)
+        for device, table in rates(points, body).items():
+            lrs = sorted({lr for t in table.values() for lr in t}, key=float)
+            if len(lrs) < 2:
+                continue
+            ppl = {arm: {lr: np.mean([math.exp(x) for x in v.values()]) for lr, v in t.items()} for arm, t in table.items()}
+            best = {arm: min(p, key=p.get) for arm, p in ppl.items()}
+            cell = lambda arm, lr: ("-" if lr not in ppl[arm] else
+                                    (f"**{ppl[arm][lr]:.2f}**" if lr == best[arm] else f"{ppl[arm][lr]:.2f}") +
+                                    f" ({len(table[arm][lr])})")
+            at_best = {(arm, s): x for arm in table for s, x in table[arm][best[arm]].items()}
+            lines += [f"{body}, {device}: validation perplexity per learning rate, mean over seeds (how many), each "
+                      "arm's best in bold:", "", "| arm | " + " | ".join(f"lr {lr}" for lr in lrs) + " |",
+                      "|---" * (len(lrs) + 1) + "|"]
+            lines += [f"| {arm} | " + " | ".join(cell(arm, lr) for lr in lrs) + " |" for arm in ARMS if arm in table]
+            lines += ["", "Each arm at its best rate, paired by seed: " + ", ".join(
+                f"{a} vs {b} {mean_sd(gaps(at_best, a, b).values())}" for a, b in
+                (("untied", "tied"), ("lev", "tied"), ("lev", "untied")) if a in best and b in best) + ".", ""]
+    return lines or ["No body above the cpu one has run at more than one learning rate yet."]
+
+
 def report(out="out/reproduce", docs="docs/results"):
     """Write <docs>/trends.md and the figures from whatever axes have run (and <docs>/trends_points.json)."""
     os.makedirs(docs, exist_ok=True)
@@ -341,7 +395,8 @@ def report(out="out/reproduce", docs="docs/results"):
                                            "The gap vs the body's size (GPT-2 vocabulary, 1M tokens)", "size",
                                            extra=size_extra(points))),
              ("4. Vocabulary", axis_points(points, docs, "tokenizer", VOCABS, vocab_x, "vocabulary size V",
-                                           "The gap vs the vocabulary (cpu body, 1M tokens)", "vocab", xlog=True))]
+                                           "The gap vs the vocabulary (cpu body, 1M tokens)", "vocab", xlog=True)),
+             ("5. Learning rate per arm, the larger bodies", (axis_rates(points), None))]
     md = ["# Where LEV starts to pay: the trends", "",
           "Written by `python -m experiments.trends report` from the runs under out/reproduce (docs/results.md "
           "section 7 has the commands, wall times and the reading). Gaps are validation perplexity changes, paired "
