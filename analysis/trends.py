@@ -350,6 +350,13 @@ def rates(points, body) -> dict:
     return out
 
 
+def best_rate(by_lr: dict) -> str:
+    """The learning rate with the lowest mean loss over the seeds run at every rate ({lr: {seed: loss}}): a rate
+    tried with fewer seeds is compared on the seeds it has, not against other seeds' means."""
+    common = set.intersection(*(set(v) for v in by_lr.values())) or None
+    return min(by_lr, key=lambda lr: np.mean([x for s, x in by_lr[lr].items() if common is None or s in common]))
+
+
 def axis_rates(points) -> list:
     """Per body and device where more than one learning rate ran: each arm's validation perplexity per rate (mean
     over seeds), and the arms compared each at its own best rate (lowest mean), paired by seed."""
@@ -360,13 +367,13 @@ def axis_rates(points) -> list:
             if len(lrs) < 2:
                 continue
             ppl = {arm: {lr: np.mean([math.exp(x) for x in v.values()]) for lr, v in t.items()} for arm, t in table.items()}
-            best = {arm: min(p, key=p.get) for arm, p in ppl.items()}
+            best = {arm: best_rate(t) for arm, t in table.items()}
             cell = lambda arm, lr: ("-" if lr not in ppl[arm] else
                                     (f"**{ppl[arm][lr]:.2f}**" if lr == best[arm] else f"{ppl[arm][lr]:.2f}") +
                                     f" ({len(table[arm][lr])})")
             at_best = {(arm, s): x for arm in table for s, x in table[arm][best[arm]].items()}
-            lines += [f"{body}, {device}: validation perplexity per learning rate, mean over seeds (how many), each "
-                      "arm's best in bold:", "", "| arm | " + " | ".join(f"lr {lr}" for lr in lrs) + " |",
+            lines += [f"{body}, {device}: validation perplexity per learning rate, mean over seeds (how many); in bold "
+                      "each arm's best, on the seeds it ran at every rate:", "", "| arm | " + " | ".join(f"lr {lr}" for lr in lrs) + " |",
                       "|---" * (len(lrs) + 1) + "|"]
             lines += [f"| {arm} | " + " | ".join(cell(arm, lr) for lr in lrs) + " |" for arm in ARMS if arm in table]
             lines += ["", "Each arm at its best rate, paired by seed: " + ", ".join(

@@ -132,17 +132,23 @@ def test_report_compares_each_arm_at_its_best_learning_rate_in_a_larger_body(tmp
     cpu = lambda lr: dict(train=dict(lr=lr), device="cpu")
     write_group(out, "big", shifted({}))                                                     # lr 1e-3 (the body's)
     write_group(out, "big_lnfix", shifted({"tied": 0.01, "lev": -0.05}, ("tied", "lev")), config=cpu(1e-3))  # replaces big's
-    write_group(out, "big_lr6e-4", shifted({"tied": -0.03, "untied": -0.02, "lev": 0.02}), config=cpu(6e-4))
+    write_group(out, "big_lr6e-4", {**shifted({"tied": -0.03, "untied": -0.02, "lev": 0.02}), ("untied", 2): 4.95},
+                config=cpu(6e-4))
     write_group(out, "big_lr1.5e-3", shifted({"lev": -0.06}, ("lev",)), config=cpu(1.5e-3))    # one arm alone
+    # one seed at 4e-4: worse than 6e-4's mean (its seed 2 is low), better than 6e-4's seed 1, so the best on seed 1
+    write_group(out, "big_lr4e-4_untied", {("untied", 1): 5.025}, config=cpu(4e-4))
     md = open(trends.report(out, docs)).read()
     rates = md[md.index("## 5."):]
     mean_ppl = lambda loss: f"{np.mean([math.exp(loss + 0.001 * s) for s in (1, 2)]):.2f}"
-    assert "| arm | lr 6e-4 | lr 1e-3 | lr 1.5e-3 |" in rates
-    assert f"| tied | **{mean_ppl(5.07)}** (2) | {mean_ppl(5.11)} (2) | - |" in rates        # 1e-3: big_lnfix's, not big's
-    assert f"| untied | **{mean_ppl(5.03)}** (2) | {mean_ppl(5.05)} (2) | - |" in rates      # 1e-3: big's (lnfix has none)
-    assert f"| lev | {mean_ppl(5.17)} (2) | {mean_ppl(5.10)} (2) | **{mean_ppl(5.09)}** (2) |" in rates
-    assert (f"untied vs tied {pct(-0.04):+.1f}% (sd 0.0, n 2), lev vs tied {pct(0.02):+.1f}% (sd 0.0, n 2), "
-            f"lev vs untied {pct(0.06):+.1f}% (sd 0.0, n 2).") in rates
+    assert "| arm | lr 4e-4 | lr 6e-4 | lr 1e-3 | lr 1.5e-3 |" in rates
+    assert f"| tied | - | **{mean_ppl(5.07)}** (2) | {mean_ppl(5.11)} (2) | - |" in rates     # 1e-3: big_lnfix's, not big's
+    untied_6e4 = np.mean([math.exp(5.031), math.exp(4.95)])
+    assert untied_6e4 < math.exp(5.025) < math.exp(5.031)
+    assert (f"| untied | **{math.exp(5.025):.2f}** (1) | {untied_6e4:.2f} (2) | {mean_ppl(5.05)} (2) | - |"   # 1e-3: big's
+            in rates)
+    assert f"| lev | - | {mean_ppl(5.17)} (2) | {mean_ppl(5.10)} (2) | **{mean_ppl(5.09)}** (2) |" in rates
+    assert (f"untied vs tied {pct(5.025 - 5.071):+.1f}% (n 1), lev vs tied {pct(0.02):+.1f}% (sd 0.0, n 2), "
+            f"lev vs untied {pct(5.091 - 5.025):+.1f}% (n 1).") in rates                      # untied: seed 1 at its best
     assert "big (lr1.5e-3)" not in md and "| big (lr6e-4) |" in md        # the size table: only groups with pairs
     write_group(out, "big_again", shifted({}, ("tied",)), config=cpu(1e-3))   # a second tied at 1e-3, not replacing
     with pytest.raises(ValueError, match="tied seed 1 at lr 1e-3 on the CPU is in two groups"):
