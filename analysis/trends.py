@@ -359,22 +359,23 @@ def best_rate(by_lr: dict) -> str:
 
 def axis_rates(points) -> list:
     """Per body and device where more than one learning rate ran: each arm's validation perplexity per rate (mean
-    over seeds), and the arms compared each at its own best rate (lowest mean), paired by seed."""
+    over seeds), and the arms compared each at its own best rate (best_rate), paired by seed."""
     lines = []
     for body in BODIES[1:]:                           # the cpu body has its own axis (1.)
         for device, table in rates(points, body).items():
             lrs = sorted({lr for t in table.values() for lr in t}, key=float)
             if len(lrs) < 2:
                 continue
-            ppl = {arm: {lr: np.mean([math.exp(x) for x in v.values()]) for lr, v in t.items()} for arm, t in table.items()}
+            ppl = {arm: {lr: np.mean([math.exp(x) for x in v.values()]) for lr, v in t.items()}
+                   for arm, t in table.items()}
             best = {arm: best_rate(t) for arm, t in table.items()}
             cell = lambda arm, lr: ("-" if lr not in ppl[arm] else
                                     (f"**{ppl[arm][lr]:.2f}**" if lr == best[arm] else f"{ppl[arm][lr]:.2f}") +
                                     f" ({len(table[arm][lr])})")
             at_best = {(arm, s): x for arm in table for s, x in table[arm][best[arm]].items()}
             lines += [f"{body}, {device}: validation perplexity per learning rate, mean over seeds (how many); in bold "
-                      "each arm's best, on the seeds it ran at every rate:", "", "| arm | " + " | ".join(f"lr {lr}" for lr in lrs) + " |",
-                      "|---" * (len(lrs) + 1) + "|"]
+                      "each arm's best, on the seeds it ran at every rate:", "",
+                      "| arm | " + " | ".join(f"lr {lr}" for lr in lrs) + " |", "|---" * (len(lrs) + 1) + "|"]
             lines += [f"| {arm} | " + " | ".join(cell(arm, lr) for lr in lrs) + " |" for arm in ARMS if arm in table]
             lines += ["", "Each arm at its best rate, paired by seed: " + ", ".join(
                 f"{a} vs {b} {mean_sd(gaps(at_best, a, b).values())}" for a, b in
