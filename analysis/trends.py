@@ -335,11 +335,12 @@ SUPERSEDES = {"big_lnfix": "big"}
 def rates(points, body) -> dict:
     """{device: {arm: {lr: {seed: validation loss}}}} of a body's groups (its main one and size_extra's)."""
     names = [group(body=body)] + [g for b, g in size_extra(points) if b == body]
+    replaced = {(old, run) for new, old in SUPERSEDES.items() if new in names for run in losses(points, new)}
     out, source = {}, {}
     for name in names:
         lr, device = lr_device(points, name, body)
         for (arm, seed), loss in losses(points, name).items():
-            if any(SUPERSEDES.get(n) == name and (arm, seed) in losses(points, n) for n in names):
+            if (name, (arm, seed)) in replaced:
                 continue
             key = (device, arm, lr, seed)
             if key in source:
