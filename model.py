@@ -394,16 +394,28 @@ class GPT(nn.Module):
         body = count(self.blocks.parameters()) + count(self.norm.parameters())
         return dict(input=inp, output=out, body=body, total=count(self.parameters()))
 
-    def configure_optimizer(self, lr, weight_decay, betas=(0.9, 0.95), device_type="cpu", decay_lev_norm=False):
+    def configure_optimizer(self, lr, weight_decay, betas=(0.9, 0.95), device_type="cpu", decay_lev_norm=False,
+                            lev_lr_mult=1.0, lev_weight_decay=True):
         """AdamW with weight decay on matrices (tables, linear weights, LEV's codebooks, W, Delta, W_out) and none
         on gains and biases: the norms' gains and LEV's LayerNorm gain and bias, which are (h, d_s) but one vector
         per head (decay would pull the gain toward 0, not its neutral 1; decay_lev_norm=True decays them too).
-        Every parameter is in exactly one group. Decaying Delta pulls S = 1 + Delta toward 1, the neutral factor
-        (our choice)."""
-        named = [(n, p) for n, p in self.named_parameters() if p.requires_grad]
-        decay = [p for n, p in named if decays(n, p, decay_lev_norm)]
-        no_decay = [p for n, p in named if not decays(n, p, decay_lev_norm)]
-        groups = [dict(params=decay, weight_decay=weight_decay), dict(params=no_decay, weight_decay=0.0)]
+        Decaying Delta pulls S = 1 + Delta toward 1, the neutral factor (our choice).
+        LEV's own parameters may train at lev_lr_mult times the body's rate and without decay (lev_weight_decay=False):
+        our choice is one rate and one decay for all. Each group's "lr_mult" scales the schedule's rate (train.py).
+        Every parameter is in exactly one group; parameters with the same (decayed, lr_mult) share one."""
+        lev_params = {id(p) for p in self.wte.parameters()} if isinstance(self.wte, LEV) else set()
+        if not lev_params and (lev_lr_mult != 1.0 or not lev_weight_decay):
+            raise ValueError(f"lev_lr_mult and lev_weight_decay set LEV's parameters apart; emb={self.cfg.emb} has "
+                             f"none (use them with --emb=lev).")
+        groups = {}
+        for n, p in self.named_parameters():
+            if not p.requires_grad:
+                continue
+            is_lev = id(p) in lev_params
+            decayed = decays(n, p, decay_lev_norm) and (lev_weight_decay or not is_lev)
+            groups.setdefault((decayed, lev_lr_mult if is_lev else 1.0), []).append(p)
+        groups = [dict(params=ps, weight_decay=weight_decay if decayed else 0.0, lr=lr * mult, lr_mult=mult)
+                  for (decayed, mult), ps in sorted(groups.items(), key=lambda kv: (not kv[0][0], kv[0][1]))]
         fused = device_type in ("cuda", "cpu")       # one kernel per step instead of one per tensor (faster)
         return torch.optim.AdamW(groups, lr=lr, betas=betas, fused=fused)
 

@@ -55,6 +55,8 @@ class TrainConfig:
     warmup_iters: int = 20        # linear warm-up steps
     weight_decay: float = 0.1     # AdamW decay on matrices only (model.configure_optimizer)
     decay_lev_norm: bool = False  # decay LEV's LayerNorm gain and bias too (per-head vectors; older checkpoints did)
+    lev_lr_mult: float = 1.0      # LEV's parameters train at lr x this (our choice: 1, the body's rate; emb=lev only)
+    lev_weight_decay: bool = True  # AdamW decay on LEV's matrices as on the body's (our choice; False: none on LEV)
     beta1: float = 0.9            # AdamW beta1
     beta2: float = 0.95           # AdamW beta2
     grad_clip: float = 1.0        # clip the global gradient norm (0 = off)
@@ -81,7 +83,7 @@ CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=
               eval_iters=checked(int, 1), log_interval=checked(int, 1), batch_size=checked(int, 1),
               grad_accum=checked(int, 1), lr=checked(float, 0, exclusive=True), min_lr_ratio=checked(float, 0),
               warmup_iters=checked(int, 0), weight_decay=checked(float, 0), grad_clip=checked(float, 0),
-              sample_tokens=checked(int, 0))
+              sample_tokens=checked(int, 0), lev_lr_mult=checked(float, 0, exclusive=True))
 
 
 def parse_args(argv=None):
@@ -186,7 +188,7 @@ def setup(argv=None) -> Run:
     torch.manual_seed(tc.seed)
     raw_model = GPT(mc).to(device)
     optimizer = raw_model.configure_optimizer(tc.lr, tc.weight_decay, (tc.beta1, tc.beta2), device.split(":")[0],
-                                              tc.decay_lev_norm)
+                                              tc.decay_lev_norm, tc.lev_lr_mult, tc.lev_weight_decay)
     model = torch.compile(raw_model) if tc.compile else raw_model
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.startswith("cuda") else None)
@@ -245,7 +247,7 @@ def train_step(run: Run) -> float:
     tc, mc = run.tc, run.mc
     lr = lr_at(run.step, tc)
     for group in run.optimizer.param_groups:
-        group["lr"] = lr
+        group["lr"] = lr * group.get("lr_mult", 1.0)
     loss_sum = torch.zeros((), device=run.device)
     for micro in range(tc.grad_accum):
         x, y = run.data.get_batch("train", tc.batch_size, mc.block_size, seed=tc.seed, step=run.step,

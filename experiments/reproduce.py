@@ -180,6 +180,14 @@ def prepare(rc: ReproduceConfig, py):
     return name, zero_shot
 
 
+def common_flags(rc: ReproduceConfig, dataset: str) -> tuple:
+    """(train.py flags every run of a group shares, its steps): the body, the dataset, the evaluation's settings."""
+    body = BODIES[rc.body] + ([f"--max-iters={rc.steps}"] if rc.steps else [])
+    return [*body, f"--dataset={dataset}", f"--data-root={rc.data_root}", "--eval-iters=16", "--log-interval=50",
+            "--sample-tokens=0", *([f"--input-scale={rc.input_scale}"] if rc.input_scale else []),
+            *shlex.split(rc.train_flags)], body_steps(body)
+
+
 def main(argv=None):
     rc = parse(ReproduceConfig, argv, description=__doc__, choices=dict(corpus=tuple(CORPORA), body=tuple(BODIES),
                                                                        tokenizer=("gpt2", "cl100k_base", "o200k_base")))
@@ -190,10 +198,7 @@ def main(argv=None):
     if rc.jobs > 1 and not torch.cuda.is_available():
         print(f"note: --jobs {rc.jobs} without a GPU: the runs share the CPU cores and slow each other several-fold.")
     dataset, zero_shot = prepare(rc, py)
-    body = BODIES[rc.body] + ([f"--max-iters={rc.steps}"] if rc.steps else [])
-    steps = body_steps(body)
-    common = [*body, f"--dataset={dataset}", f"--data-root={rc.data_root}", "--eval-iters=16", "--log-interval=50", "--sample-tokens=0",
-              *([f"--input-scale={rc.input_scale}"] if rc.input_scale else []), *shlex.split(rc.train_flags)]
+    common, steps = common_flags(rc, dataset)
     results = os.path.join(rc.out, rc.corpus, results_name(rc.body, rc.tokenizer, rc.tag))
     runs, todo = [], []
     order = sorted(rc.arms, key=lambda a: a != "tied")                  # tied first: evaluate.py's baseline

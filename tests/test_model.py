@@ -154,6 +154,38 @@ def test_weight_decay_leaves_levs_layernorm_alone_unless_asked(decay_lev_norm):
     torch.testing.assert_close(after["norm.weight"].detach(), before["norm.weight"])
 
 
+def test_lev_lr_mult_and_weight_decay_apply_to_levs_parameters_only():
+    """lev_lr_mult scales LEV's step alone, lev_weight_decay=False removes its decay alone: with zero gradients a
+    step is decay alone (lr * wd of each weight), so LEV's weights must shrink by lr * mult * wd, or not at all."""
+    model = build("lev")
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    for mult, wd_on, lev_factor in ((3.0, True, 1 - 0.1 * 3 * 0.5), (3.0, False, 1.0), (1.0, True, 0.95)):
+        model.load_state_dict({n: t.clone() for n, t in before.items()}, strict=False)
+        opt = model.configure_optimizer(lr=0.1, weight_decay=0.5, lev_lr_mult=mult, lev_weight_decay=wd_on)
+        assert {g["lr"] for g in opt.param_groups if g["lr_mult"] == mult} == {0.1 * mult}
+        for p in model.parameters():
+            p.grad = torch.zeros_like(p)
+        opt.step()
+        after = dict(model.named_parameters())
+        for n in ("wte.codebooks", "wte.W", "wte.delta", "wte.W_out"):
+            torch.testing.assert_close(after[n].detach(), before[n] * lev_factor)
+        torch.testing.assert_close(after["lm_head.weight"].detach(), before["lm_head.weight"] * 0.95)
+    with pytest.raises(ValueError, match="emb=lev"):
+        build("tied").configure_optimizer(lr=0.1, weight_decay=0.5, lev_lr_mult=3.0)
+
+
+def test_train_schedule_scales_each_groups_rate_by_its_lr_mult(tmp_path):
+    """train.py sets every group's lr from the schedule times the group's lr_mult: LEV's groups at 3x the rest."""
+    import train
+    run = train.setup(["--preset=tiny", "--emb=lev", "--lev-lr-mult=3", "--quiet", "--max-iters=1",
+                       f"--out-dir={tmp_path}"])
+    train.train_step(run)
+    rates = {g["lr_mult"]: g["lr"] for g in run.optimizer.param_groups}
+    assert rates == {1.0: train.lr_at(0, run.tc), 3.0: 3 * train.lr_at(0, run.tc)}
+    lev = {id(p) for p in run.raw_model.wte.parameters()}
+    assert all((id(p) in lev) == (g["lr_mult"] == 3.0) for g in run.optimizer.param_groups for p in g["params"])
+
+
 def test_cpu_optimizer_is_fused_adamw_and_steps_like_the_plain_one():
     """configure_optimizer uses the fused AdamW on a CPU (one kernel per step); it must take the same steps as
     PyTorch's plain for-loop AdamW with the same groups, up to rounding (1% of one step's size, lr)."""

@@ -1,0 +1,152 @@
+"""
+Is the negative result a mis-configured LEV? LEV's own settings, one at a time around the default, on the main
+comparison's recipe (docs/results.md section 2: the cpu body, 1.02M training tokens, lr 2e-3, seed s = the same
+initialisation stream and batches for every arm), next to tied and untied trained in the same group. Run from the
+project folder, one command at a time (runs are resumable: a finished run is skipped, an unfinished one resumed):
+
+    python -m experiments.sweep train --input shakespeare.txt kjv.txt austen.txt        # every setting, seed 1
+    python -m experiments.sweep train --input ... --seeds 2 --settings lev lev_rank256  # more seeds of some settings
+    python -m experiments.sweep train --input ... --seeds 2 --auto                      # seed 2 where a change > 2%
+    python -m experiments.sweep evaluate --input ...                                    # evaluate.py over every run
+    python -m experiments.sweep list                                                    # the settings and their flags
+
+Settings (each one flag, or two, away from the default LEV; LEVConfig's fields are --lev-<field>):
+  capacity      d_seed 32 / 64 / 256, rank 16 / 256, heads 2 / 32
+  shape         kappa 4 / 8 / 32, temperature 1 / 4, k (digits) 2 / 4
+  choices       no seed LayerNorm, no basis renormalisation, one shared codebook, the concatenated seed
+  scale         --input-scale none / norm (LEV alone; tied and untied stay at the default, init)
+  optimisation  LEV's parameters at 3x and 10x the body's learning rate; no weight decay on them
+  capacity axis LEV's parameters about 3.7x (rank 256), 5x (rank 360: the size of the table it replaces) and 15x
+                (32 heads of rank 256)
+Runs go to out/reproduce/text/cpu_sweep/runs/<setting>_s<seed>; `evaluate` writes eval.json, eval.txt and summary.md
+there (experiments/reproduce.py's evaluation: 1,024 fixed windows, seen-count buckets, zero-shot).
+"""
+import json
+import os
+import sys
+from dataclasses import dataclass, field
+
+from experiments import reproduce
+from util.cli import parse
+
+GROUP = "cpu_sweep"   # the results folder under <out>/text
+SETTINGS = {          # name -> train.py flags (on top of the cpu body's); tied and untied are the references
+    "tied": ["--emb=tied"],
+    "untied": ["--emb=untied"],
+    "lev": ["--emb=lev"],
+    # capacity
+    "lev_dseed32": ["--emb=lev", "--lev-d-seed=32"],
+    "lev_dseed64": ["--emb=lev", "--lev-d-seed=64"],
+    "lev_dseed256": ["--emb=lev", "--lev-d-seed=256"],
+    "lev_rank16": ["--emb=lev", "--lev-rank=16"],
+    "lev_rank256": ["--emb=lev", "--lev-rank=256"],
+    "lev_heads2": ["--emb=lev", "--lev-heads=2"],
+    "lev_heads32": ["--emb=lev", "--lev-heads=32"],
+    # shape
+    "lev_kappa4": ["--emb=lev", "--lev-kappa=4"],
+    "lev_kappa8": ["--emb=lev", "--lev-kappa=8"],
+    "lev_kappa32": ["--emb=lev", "--lev-kappa=32"],
+    "lev_temp1": ["--emb=lev", "--lev-temperature=1"],
+    "lev_temp4": ["--emb=lev", "--lev-temperature=4"],
+    "lev_k2": ["--emb=lev", "--lev-k=2"],
+    "lev_k4": ["--emb=lev", "--lev-k=4"],
+    # choices
+    "lev_noln": ["--emb=lev", "--lev-seed-ln=False"],
+    "lev_nobasisnorm": ["--emb=lev", "--lev-basis-norm=False"],
+    "lev_shared": ["--emb=lev", "--lev-codebooks=shared"],
+    "lev_concat": ["--emb=lev", "--lev-seed-combine=concat"],
+    # scale
+    "lev_scalenone": ["--emb=lev", "--input-scale=none"],
+    "lev_scalenorm": ["--emb=lev", "--input-scale=norm"],
+    # optimisation
+    "lev_lr3x": ["--emb=lev", "--lev-lr-mult=3"],
+    "lev_lr10x": ["--emb=lev", "--lev-lr-mult=10"],
+    "lev_nowd": ["--emb=lev", "--lev-weight-decay=False"],
+    # the capacity axis (with lev_rank256 and lev_heads32 above)
+    "lev_rank360": ["--emb=lev", "--lev-rank=360"],
+    "lev_heads32_rank256": ["--emb=lev", "--lev-heads=32", "--lev-rank=256"],
+}
+THRESHOLD = 0.02      # --auto: a setting whose seed-1 perplexity differs from lev's by more than this gets seed 2
+
+
+@dataclass
+class SweepConfig:
+    action: str = "train"         # train, evaluate, or list
+    input: list[str] = field(default_factory=list)  # the corpus's text files (as for experiments/reproduce.py)
+    settings: list[str] = field(default_factory=list)  # which settings to train ([] = all; see SETTINGS)
+    seeds: list[int] = field(default_factory=lambda: [1])  # seeds to train them with
+    auto: bool = False            # train only the settings (and tied, untied, lev) whose seed-1 perplexity in the
+                                  # group's eval.json differs from lev's by more than 2%
+    out: str = "out/reproduce"    # where runs and results go (experiments/reproduce.py's --out)
+    data_root: str = "data"       # where prepared datasets go
+    dry_run: bool = False         # print the commands, run nothing
+
+
+def group_dir(sc: SweepConfig) -> str:
+    return os.path.join(sc.out, "text", GROUP)
+
+
+def changed(path: str) -> list:
+    """The settings whose seed-1 perplexity (a group's eval.json) differs from lev's seed 1 by more than THRESHOLD."""
+    r = json.load(open(path))
+    ds = next(x for x in r["datasets"] if not x["zero_shot"])
+    loss = {x["label"]: ds["runs"][x["label"]]["loss"] for x in r["runs"]}
+    ref = loss["lev_s1"]
+    return [name for name in SETTINGS if name.startswith("lev_") and f"{name}_s1" in loss
+            and abs(pow(2.718281828459045, loss[f"{name}_s1"] - ref) - 1) > THRESHOLD]
+
+
+def main(argv=None):
+    sc = parse(SweepConfig, argv, description=__doc__, positional=("action",),
+               choices=dict(action=("train", "evaluate", "list")))
+    if sc.action == "list":
+        for name, flags in SETTINGS.items():
+            print(f"{name:<22}{' '.join(flags)}")
+        return
+    unknown = [s for s in sc.settings if s not in SETTINGS]
+    if unknown:
+        sys.exit(f"error: unknown setting(s) {', '.join(unknown)}; `python -m experiments.sweep list` lists them.")
+    if not sc.input and not sc.dry_run:
+        sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
+    rc = reproduce.ReproduceConfig(corpus="text", input=sc.input, out=sc.out, data_root=sc.data_root,
+                                   dry_run=sc.dry_run)
+    dataset, zero_shot = reproduce.prepare(rc, sys.executable)
+    common, steps = reproduce.common_flags(rc, dataset)
+    runs_dir = os.path.join(group_dir(sc), "runs")
+    if sc.action == "train":
+        names = sc.settings or list(SETTINGS)
+        if sc.auto:
+            names = ["tied", "untied", "lev"] + changed(os.path.join(group_dir(sc), "eval.json"))
+        todo = []
+        for seed in sc.seeds:
+            for name in names:
+                out_dir = os.path.join(runs_dir, f"{name}_s{seed}")
+                if reproduce.finished(out_dir, steps):
+                    continue
+                resume = ["--resume"] if os.path.exists(os.path.join(out_dir, "ckpt.pt")) else []
+                todo.append((out_dir, [sys.executable, "train.py", *SETTINGS[name], f"--seed={seed}", *common,
+                                       f"--out-dir={out_dir}", *resume]))
+        timing = reproduce.train_all(todo, dry=sc.dry_run)
+        path = os.path.join(group_dir(sc), "timing.json")
+        if timing and not sc.dry_run:
+            before = json.load(open(path)) if os.path.exists(path) else {}
+            with open(path, "w") as f:
+                json.dump(dict(runs_s={**before.get("runs_s", {}), **timing}), f, indent=1)
+        return
+    runs = sorted((os.path.join(runs_dir, d) for d in os.listdir(runs_dir)
+                   if reproduce.finished(os.path.join(runs_dir, d), steps)),
+                  key=lambda d: (os.path.basename(d).rsplit("_s", 1)[1], list(SETTINGS).index(
+                      os.path.basename(d).rsplit("_s", 1)[0])))
+    results = group_dir(sc)
+    cmd = [sys.executable, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root",
+           sc.data_root, "--max-windows", "1024", "--json", os.path.join(results, "eval.json"),
+           "--plots", os.path.join(results, "plots"), "--summary", os.path.join(results, "summary.md")]
+    out = reproduce.sh(cmd, sc.dry_run, capture=True)
+    if not sc.dry_run:
+        print(out)
+        with open(os.path.join(results, "eval.txt"), "w") as f:
+            f.write(out)
+
+
+if __name__ == "__main__":
+    main()
