@@ -28,7 +28,7 @@ round (paired), which is what a shared machine allows. Progress goes to stderr, 
            rows instead of head_kernel.cpp's (what the C++ rows buy), at the quick-start size
            (the "cpu" preset) and the reference size; ratios to (a), lev/tied per variant
            (where bf16 is not native, only (a) and (d) unless --variants says otherwise);
-           and the peak RSS (VmHWM) of `python train.py --emb=lev` with --dtype=float32 --head=plain vs the
+           and the peak RSS (VmHWM) of `python train.py --emb=lev` with --dtype=float32 --fast=lev vs the
            defaults, reported by the train.py process itself (a child's ru_maxrss would report this process's).
   head     the output head alone at the quick start's N and D, at each --vocab-sizes: plain vs chunked, float32 and
            bf16 (where native), with GFLOP/s next to this run's matmul rate
@@ -53,31 +53,41 @@ from dataclasses import asdict, dataclass, field, replace
 
 import torch
 
-from fast.lev_fast import FastLEV
-from lev import LEV
-from fast import head
+import torch.nn.functional as F
+
+from benchmarks.timing import matmul_flops, paired, paired_iqr, round_robin, say, sync, train_step, zipf_ids
+from fast import head, head_kernel
+from fast.lev_fast import FastLEV, unique
+from lev import GPT2_VOCAB, LEV
 from model import EMB_CHOICES, GPT, GPTConfig
 from util import presets, runtime
 from util.cli import checked, parse
-from util.timing import paired, paired_iqr, peak_flops, round_robin, say, sync, train_step, zipf_ids
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-LEV_PATHS = {  # name -> FastLEV's options (None: lev.LEV as written); "compiled" (--compile): FastLEV compiled
-    "naive": None,
-    "dedup_dense": dict(dedup=True, sparse_basis=False),
-    "dedup_fused_torch": dict(dedup=True, sparse_basis=True, kernel="torch"),
-    "dedup_fused_cpp": dict(dedup=True, sparse_basis=True, kernel="cpp"),
+class DedupLEV(LEV):
+    """The bench's "dedup_dense" path: lev.LEV as written on each distinct id of the batch once, then gathered."""
+
+    def forward(self, ids):
+        uniq, inverse = unique(ids)
+        return F.embedding(inverse, self.generate(uniq))
+
+
+LEV_PATHS = {  # name -> how LEV is built from its config; "compiled" (--compile): FastLEV compiled
+    "naive": LEV,
+    "dedup_dense": DedupLEV,
+    "dedup_fused_torch": lambda cfg: FastLEV(cfg, kernel="torch"),
+    "dedup_fused_cpp": lambda cfg: FastLEV(cfg, kernel="cpp"),
 }
 SECTIONS = ("lev", "arms", "dtype", "head", "os")
-DTYPE_HEAD = {"(a) fp32+plain": ("float32", "plain", "auto"), "(b) bf16+plain": ("bfloat16", "plain", "auto"),
-              "(c) bf16+chunked": ("bfloat16", "chunked", "auto"), "(d) fp32+chunked": ("float32", "chunked", "auto"),
-              "(e) bf16+chunked, torch rows": ("bfloat16", "chunked", "torch")}   # (e): (c) without head_kernel.cpp
+DTYPE_HEAD = {"(a) fp32+plain": ("float32", "lev", ""), "(b) bf16+plain": ("bfloat16", "lev", ""),   # train.py --fast
+              "(c) bf16+chunked": ("bfloat16", "all", ""), "(d) fp32+chunked": ("float32", "all", ""),
+              "(e) bf16+chunked, torch rows": ("bfloat16", "all", "torch")}   # (e): (c) without head_kernel.cpp
 TINY_V = 1000   # --tiny's vocabulary (with util/presets.TINY's sizes)
 
 
 @dataclass
 class BenchConfig:
-    device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
+    device: str = "auto"
     dtype: str = "auto"           # autocast dtype of the model body (LEV's math stays float32); auto: bf16 where native
     compile: bool = False         # also time torch.compile'd LEV, and compile every arm's training step
     sections: str = "lev,arms,dtype"  # comma-separated, from: lev, arms, dtype, head, os (see the docstring)
@@ -90,7 +100,7 @@ class BenchConfig:
     warmup: int = 1               # untimed rounds first, variants in turns (2 more when compiling)
     tiny: bool = False            # a tiny model and batch (util/presets.TINY): checks the script end to end in a minute
     size: str = "ref"             # the lev and arms sections' model and batch: a preset's size (util/presets.py)
-    vocab_size: int = 50257       # V (GPT-2's vocabulary) of the lev and arms sections
+    vocab_size: int = GPT2_VOCAB  # V (GPT-2's vocabulary) of the lev and arms sections
     vocab_sizes: list[int] = field(default_factory=list)  # the dtype and head sections at each of these V (e.g.
                                   # 50257 200019: GPT-2's and o200k_base's); empty: --vocab-size
     dtype_sizes: str = "cpu,ref"  # the dtype section's sizes: presets of util/presets.py, comma-separated
@@ -154,7 +164,7 @@ def size(a: BenchConfig, name: str = "") -> dict:
 
 def gpt_config(a: BenchConfig, name: str = "") -> GPTConfig:
     """The model at a preset's size (as size()) and --vocab-size."""
-    return presets.gpt_config(size(a, name), vocab_size=a.vocab_size)
+    return GPTConfig.from_preset(size(a, name), vocab_size=a.vocab_size)
 
 
 def vocab_sizes(a: BenchConfig) -> list:
@@ -196,8 +206,8 @@ def batch_ids(a: BenchConfig, B: int, T: int, V: int):
 def lev_path(a: BenchConfig, name: str, ids: torch.Tensor):
     """LEV alone, forward + backward on ids (B, T), for one fast path."""
     torch.manual_seed(0)
-    options = LEV_PATHS.get(name, {})                                   # "compiled": FastLEV's defaults
-    lev = (LEV(gpt_config(a).lev) if options is None else FastLEV(gpt_config(a).lev, **options)).to(a.device)
+    build = LEV_PATHS.get(name) or (lambda cfg: FastLEV(cfg, kernel="torch"))   # "compiled": the torch path
+    lev = build(gpt_config(a).lev).to(a.device)
     fn = torch.compile(lev) if name == "compiled" else lev
     grad_out = torch.randn(*ids.shape, lev.cfg.n_embd, device=a.device)
 
@@ -225,10 +235,9 @@ def sampler(a: BenchConfig, model, prompt):
 
 def dtype_variant(a: BenchConfig, cfg: GPTConfig, B: int, arm: str, variant: str):
     """One training step of the "dtype and head" section: (run, model)."""
-    dtype, head, rows = DTYPE_HEAD[variant]
+    dtype, fast, rows = DTYPE_HEAD[variant]
     ids = batch_ids(a, B, cfg.block_size, cfg.vocab_size)[0]
-    return train_step(replace(cfg, emb=arm, head=head, head_kernel=rows), ids[:, :-1], ids[:, 1:], a.device, dtype,
-                      a.compile)
+    return train_step(replace(cfg, emb=arm), ids[:, :-1], ids[:, 1:], a.device, dtype, a.compile, fast, rows)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -412,7 +421,7 @@ def section_dtype(a: BenchConfig, argv, warm) -> dict:
         for k in t:
             arm, v = k.split(" ", 1)
             flops = step_flops(replace(cfg, emb=arm), B)
-            rows[k] = dict(arm=arm, variant=v, dtype=DTYPE_HEAD[v][0], head=DTYPE_HEAD[v][1], rows=DTYPE_HEAD[v][2],
+            rows[k] = dict(arm=arm, variant=v, dtype=DTYPE_HEAD[v][0], fast=DTYPE_HEAD[v][1], rows=DTYPE_HEAD[v][2] or "auto",
                            ms=1e3 * statistics.median(t[k]), times_ms=[1e3 * s for s in t[k]],
                            gflops=flops / statistics.median(t[k]) / 1e9,
                            vs_a=paired(t, f"{arm} (a) fp32+plain", k), lev_vs_tied=paired(t, f"tied {v}", f"lev {v}"),
@@ -432,7 +441,9 @@ def head_variant(a: BenchConfig, N: int, D: int, V: int, dtype: str, kind: str):
     x = torch.randn(N, D, generator=g, device=a.device).requires_grad_()
     W = (torch.randn(V, D, generator=g, device=a.device) * 0.02).requires_grad_()
     y = zipf_ids(N, V).to(a.device)
-    loss_fn = head.plain_cross_entropy if kind == "plain" else head.linear_cross_entropy
+    kernel = head_kernel(a.device.split(":")[0])
+    loss_fn = head.plain_cross_entropy if kind == "plain" else (
+        lambda x, W, y: head.linear_cross_entropy(x, W, y, kernel=kernel))
 
     def run():
         with runtime.autocast(a.device, dtype):
@@ -525,7 +536,7 @@ def main(argv=None):
         B = size(a)["batch_size"]
         ids, source = batch_ids(a, B, cfg.block_size, a.vocab_size)
         x, y = ids[:, :-1], ids[:, 1:]
-        res["config"].update(tokens=source, unique_ids=int(torch.unique(x).numel()))
+        res["config"].update(tokens=source, positions=x.numel(), unique_ids=int(torch.unique(x).numel()))
         print(f"body: {cfg.n_layer} layers x {cfg.n_embd}, {cfg.n_head} heads, context {cfg.block_size}, batch "
               f"{B}, V={cfg.vocab_size}; LEV k={lc.k} d_s={lc.d_seed} h={lc.heads} kappa={lc.kappa} "
               f"r={lc.rank}\nbatch ids: {source}; {x.numel()} positions, {res['config']['unique_ids']} distinct ids")
@@ -536,21 +547,21 @@ def main(argv=None):
         if "lev" in a.listed("sections"):
             res["lev"] = section_lev(a, argv, x, warm)
         if "arms" in a.listed("sections"):
-            res["peak_flops"] = peak_flops(a.device, a.dtype, a.tiny)
+            res["peak_flops"] = matmul_flops(a.device, a.dtype, a.tiny)
             res["arms"] = section_arms(a, argv, x, y, warm, res["peak_flops"])
         if {"dtype", "head"} & set(a.listed("sections")):    # the matmul rates the GFLOP/s are set against
             dtypes = {DTYPE_HEAD[v][0] for v in DTYPE_HEAD if v[1] in a.listed("variants")}
-            peaks = res["peak_flops_by_dtype"] = {dt: peak_flops(a.device, dt, a.tiny) for dt in sorted(dtypes)}
+            peaks = res["peak_flops_by_dtype"] = {dt: matmul_flops(a.device, dt, a.tiny) for dt in sorted(dtypes)}
         if "dtype" in a.listed("sections"):
             res["dtype"] = section_dtype(a, argv, warm)
             if a.memory != "none" and a.quickstart_iters:
                 res["quickstart_rss"] = {k: quickstart_rss(a, f) for k, f in
-                                         (("(a) fp32+plain", ["--dtype=float32", "--head=plain"]), ("defaults", []))}
+                                         (("(a) fp32+plain", ["--dtype=float32", "--fast=lev"]), ("defaults", []))}
         if "head" in a.listed("sections"):
             res["head"] = section_head(a, warm, peaks)     # its dtypes: those the rates were measured for
         if {"dtype", "head"} & set(a.listed("sections")):    # measured again: the better of the two rates, which
             for dt in peaks:                                  # the GFLOP/s of both sections are set against
-                peaks[dt] = max(peaks[dt], peak_flops(a.device, dt, a.tiny))
+                peaks[dt] = max(peaks[dt], matmul_flops(a.device, dt, a.tiny))
             for sec in (res.get("dtype", {}), res.get("head", {})):
                 for c in sec.values():
                     for r in c["variants"].values():

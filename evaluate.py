@@ -49,6 +49,7 @@ from analysis.metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, assign_buckets
 from analysis.report import report, summary
 from data.loader import consumed_counts, open_dataset
 from data.tokenizers import get_tokenizer
+from fast import load_model as build_model
 from util import checkpoint, runtime
 from util.cli import checked, parse
 
@@ -61,7 +62,7 @@ class EvalConfig:
     from_json: str = ""           # instead of --runs: an eval.json written before; its tables (--plots, --summary) again
     dataset: list[str] = field(default_factory=list)   # prepared datasets (a name under --data-root, or a path);
                                   # default: the baseline's training dataset; any other one is zero-shot
-    data_root: str = ""           # where named datasets live ("" = data/)
+    data_root: str = ""
     split: str = "val"            # the split whose windows are scored
     max_windows: int = 0          # at most this many windows, evenly spread (0 = all: every target once)
     baseline: str = ""            # the baseline run directory ("" = the first emb=tied run); its group is the baseline
@@ -83,7 +84,7 @@ class EvalConfig:
     json: str = ""                # where the result goes ("" = <first run>/eval.json)
     summary: str = ""             # also write the markdown results table (report.summary) to this file
     batch_size: int = 8           # windows per forward pass
-    device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
+    device: str = "auto"
 
     def __post_init__(self):
         if bool(self.runs) == bool(self.from_json):
@@ -160,7 +161,7 @@ def load_run(path):
 def load_model(path, device="cpu"):
     """The model of a run directory, in eval mode and float32: its weights are read now (memory-mapped; the
     optimizer state is never read). Build one at a time and drop it before the next."""
-    return checkpoint.model_from_checkpoint(checkpoint.load(os.path.join(path, "ckpt.pt"), mmap=True), device)
+    return build_model(checkpoint.load(os.path.join(path, "ckpt.pt"), mmap=True), device)
 
 
 def group_runs(runs, rule):

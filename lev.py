@@ -13,8 +13,8 @@ N stands for any leading batch dims, e.g. (B, T) or the distinct ids of a batch.
 Where the paper is silent the comment says "our choice" and the alternative is a field of LEVConfig.
 This file is the math and needs nothing else of the project (its walk-through borrows util/cli.py for flags).
 fast/lev_fast.py computes the same function faster (FastLEV: each distinct id once, steps 4-6 fused, C++ on a
-CPU, a materialised table for evaluation); model.py picks one of the two with GPTConfig.lev_fast, and
-tests/test_lev.py checks both against a slow per-token loop.
+CPU, a materialised table for evaluation); fast.accelerate puts it in a model's place, and tests/test_lev.py
+checks both against a slow per-token loop.
 """
 import math
 from dataclasses import dataclass
@@ -23,10 +23,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+INIT_STD = 0.02       # GPT-2's initialisation std: LEV's codebooks and W here, every table and linear layer in model.py
+GPT2_VOCAB = 50257    # V of GPT-2's tokenizer, the default vocabulary of LEVConfig and model.GPTConfig
+CHUNK_IDS = 1024      # ids per chunk when a whole V x D table is generated (materialize), to bound the memory
+
 
 @dataclass
 class LEVConfig:
-    vocab_size: int = 50257       # V: number of token ids (GPT-2's vocabulary by default)
+    vocab_size: int = GPT2_VOCAB  # V: number of token ids (GPT-2's vocabulary by default)
     n_embd: int = 768             # D: width of the generated embedding (the model width)
     k: int = 3                    # digits per id; the base b is derived (smallest b with b^k >= V)
     d_seed: int = 128             # d_s: seed width = number of separable spline dimensions
@@ -40,8 +44,9 @@ class LEVConfig:
     seed_combine: str = "sum"     # our choice: z = sum_j C_j[c_j]; "concat": z = [C_1[c_1], ..., C_k[c_k]]
     id_shuffle: int = 0           # control: 0 = digits of the tokenizer's ids; s > 0 = digits of pi(i), pi a
                                   # fixed random permutation (seed s), which removes any id-order structure
-    eps: float = 1e-9             # the epsilon in log(|phi| + eps) of the separable product
-    init_std: float = 0.02        # our choice: std of codebooks and W_l (W_out_l: init_std / sqrt(h))
+    eps: float = 1e-9             # our choice: the epsilon in log(|phi| + eps) of the separable product
+    ln_eps: float = 1e-5          # our choice (PyTorch's default): the epsilon of step 3's LayerNorm
+    init_std: float = INIT_STD    # our choice: std of codebooks and W_l (W_out_l: init_std / sqrt(h))
     delta_std: float = 0.1        # our choice: S = 1 + Delta, Delta ~ N(0, delta_std^2)
 
     CHOICES = dict(codebooks=("per_position", "shared"), seed_combine=("sum", "concat"))
@@ -60,6 +65,8 @@ class LEVConfig:
                 raise ValueError(f"LEVConfig.{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}.")
         if self.temperature <= 0:
             raise ValueError(f"LEVConfig.temperature must be > 0, got {self.temperature}.")
+        if self.eps < 0 or self.ln_eps < 0:
+            raise ValueError(f"LEVConfig.eps and ln_eps must be >= 0, got {self.eps} and {self.ln_eps}.")
 
 
 def lev_base(V: int, k: int) -> int:
@@ -125,20 +132,21 @@ def digit_seed(ids: torch.Tensor, codebooks: torch.Tensor, cfg: LEVConfig, perm=
     return seed(id_digits(ids, cfg, perm), codebooks, cfg.seed_combine)
 
 
-def unit_cube(z: torch.Tensor, W: torch.Tensor, ln_weight, ln_bias, temperature: float) -> torch.Tensor:
+def unit_cube(z: torch.Tensor, W: torch.Tensor, ln_weight, ln_bias, temperature: float, ln_eps: float) -> torch.Tensor:
     """Step 3. u_l = sigmoid( LN_l(W_l z) / temperature ), per head l = 1..h.
 
-    z (N, d_in); W (h, d_s, d_in) with no bias; ln_weight, ln_bias (h, d_s), or None for no LayerNorm.
-    -> u (N, h, d_s), every entry in (0, 1). The default temperature is 2 (the "/2").
+    z (N, d_in); W (h, d_s, d_in) with no bias; ln_weight, ln_bias (h, d_s), or None for no LayerNorm; ln_eps its
+    epsilon. -> u (N, h, d_s), every entry in (0, 1). The default temperature is 2 (the "/2").
     """
     x = torch.einsum("...i,hsi->...hs", z, W)                                # (N, h, d_s)  W_l z for every head
-    return squash(x, ln_weight, ln_bias, temperature)
+    return squash(x, ln_weight, ln_bias, temperature, ln_eps)
 
 
-def squash(x: torch.Tensor, ln_weight, ln_bias, temperature: float) -> torch.Tensor:
-    """Step 3 after the matmul: x = W_l z (N, h, d_s) -> u = sigmoid( LN_l(x) / temperature ) (N, h, d_s)."""
+def squash(x: torch.Tensor, ln_weight, ln_bias, temperature: float, ln_eps: float) -> torch.Tensor:
+    """Step 3 after the matmul: x = W_l z (N, h, d_s) -> u = sigmoid( LN_l(x) / temperature ) (N, h, d_s).
+    LN_l(x) = (x - mean) / sqrt(var + ln_eps) * gain_l + bias_l over the d_s entries of each head."""
     if ln_weight is not None:
-        x = F.layer_norm(x, x.shape[-1:]) * ln_weight + ln_bias             # (N, h, d_s)  LN_l, per-head affine
+        x = F.layer_norm(x, x.shape[-1:], eps=ln_eps) * ln_weight + ln_bias  # (N, h, d_s)  LN_l, per-head affine
     return torch.sigmoid(x / temperature)                                    # (N, h, d_s)
 
 
@@ -180,7 +188,7 @@ def coefficients(B: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
     return torch.einsum("...hpg,hpgm->...hpm", B, S)
 
 
-def separable_product(phi: torch.Tensor, eps: float = 1e-9) -> torch.Tensor:
+def separable_product(phi: torch.Tensor, eps: float) -> torch.Tensor:
     """Step 6. M_{l,m} = prod_p phi_{l,p,m} = sign * exp( sum_p log(|phi_{l,p,m}| + eps) ),
     sign = (-1)^(number of negative factors).
 
@@ -213,8 +221,8 @@ def check_ids(ids: torch.Tensor, V: int, who: str):
 
 class LEV(nn.Module):
     """G: token id -> R^D, the chain of steps 0-7 exactly as written above. Parameters (initialisation: our
-    choice): codebooks (k or 1, b, d_s) and W (h, d_s, d_in) ~ N(0, 0.02^2); LayerNorm weight 1, bias 0;
-    delta (h, d_s, kappa, r) ~ N(0, 0.1^2) with S = 1 + delta; W_out (h, r, D) ~ N(0, (0.02/sqrt(h))^2).
+    choice): codebooks (k or 1, b, d_s) and W (h, d_s, d_in) ~ N(0, init_std^2); LayerNorm weight 1, bias 0;
+    delta (h, d_s, kappa, r) ~ N(0, delta_std^2) with S = 1 + delta; W_out (h, r, D) ~ N(0, (init_std/sqrt(h))^2).
     The math runs in float32 even under bf16 autocast (a bf16 knot grid breaks the spline).
 
     Written for reading, not speed: every position of a batch goes through every step, and step 5 holds phi
@@ -245,7 +253,7 @@ class LEV(nn.Module):
         cfg, p, perm = self.cfg, self.float32_params(), getattr(self, "perm", None)
         with torch.autocast(device_type=ids.device.type, enabled=False):
             z = digit_seed(ids, p["codebooks"], cfg, perm)                         # (N, d_in)     steps 0-2
-            return unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)  # (N, h, d_s)  step 3
+            return unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), cfg.temperature, cfg.ln_eps)  # step 3
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
         """Steps 0-7 for every entry of ids (N) -> e (N, D) float32."""
@@ -269,10 +277,10 @@ class LEV(nn.Module):
         return self.generate(ids.reshape(-1)).view(*ids.shape, -1)
 
     @torch.no_grad()
-    def materialize(self, chunk_size: int = 1024) -> torch.Tensor:
-        """The whole V x D table G(0..V-1) (e.g. to export it as an ordinary embedding table)."""
+    def materialize(self) -> torch.Tensor:
+        """The whole V x D table G(0..V-1) (e.g. to export it as an ordinary embedding table), CHUNK_IDS at a time."""
         ids = torch.arange(self.cfg.vocab_size, device=self.W.device)
-        return torch.cat([self.generate(chunk) for chunk in ids.split(chunk_size)])
+        return torch.cat([self.generate(chunk) for chunk in ids.split(CHUNK_IDS)])
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -292,7 +300,7 @@ def _walkthrough(V: int, D: int):
     print(f"1. digits c {tuple(c.shape)}: {c[0].tolist()}")
     z = seed(c, lev.codebooks, cfg.seed_combine)
     print(f"2. seed z = sum_j C_j[c_j] {tuple(z.shape)}: {rng(z)}")
-    u = unit_cube(z, lev.W, lev.ln_weight, lev.ln_bias, cfg.temperature)
+    u = unit_cube(z, lev.W, lev.ln_weight, lev.ln_bias, cfg.temperature, cfg.ln_eps)
     print(f"3. u = sigmoid(LN(W z)/{cfg.temperature:g}) {tuple(u.shape)}: {rng(u)}  (inside (0, 1))")
     B = bspline_basis(u, cfg.kappa, cfg.basis_norm)
     nz, sums = (B > 0).sum(-1), B.sum(-1)

@@ -20,11 +20,11 @@ of each input map, "norm" puts an RMSNorm (gain initialised to input_rms) after 
 them as built.
 
 GPTConfig's defaults are GPT-2 small's size (12 layers, width 768, context 1024); the sizes this project trains
-are presets (util/presets.py). Two fields choose how, not what, is computed: lev_fast (LEV as written in lev.py,
-or the same function by fast/lev_fast.py) and head (the plain output head, or fast/head.py's chunked one).
+are presets (util/presets.py). This file computes everything as written; fast.accelerate (fast/__init__.py) puts
+faster modules that compute the same function in place of LEV and of the output head's loss.
 
     python model.py                                   # every arm's parameters at GPT-2 small's size
-    python model.py --n-embd 128 --n-layer 4 --n-head 4 --block-size 128   # at the cpu preset's size
+    python model.py --preset cpu                      # at the quick start's size
 """
 import math
 from dataclasses import dataclass, field, replace
@@ -33,17 +33,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from lev import LEV, LEVConfig, check_ids, digit_seed, id_permutation, lev_num_params
-from fast.head import GradLink, linear_cross_entropy, tied_lookup, uses_chunked_head
-from fast.lev_fast import FastLEV
-from fast.native import KERNELS
+from lev import CHUNK_IDS, GPT2_VOCAB, INIT_STD, LEV, LEVConfig, check_ids, digit_seed, id_permutation, lev_num_params
 
 EMB_CHOICES = ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp")
 
 
 @dataclass
 class GPTConfig:
-    vocab_size: int = 50257       # V, from the tokenizer (GPT-2 by default)
+    vocab_size: int = GPT2_VOCAB  # V, from the tokenizer (GPT-2 by default)
     block_size: int = 1024        # context length T (rotary tables are built for this many positions)
     n_layer: int = 12             # transformer blocks
     n_head: int = 12              # attention heads; n_embd must be divisible by it
@@ -53,17 +50,10 @@ class GPTConfig:
     emb: str = "lev"              # input map: tied / untied / lev / albert / flat_mlp / factorized_mlp
     lev: LEVConfig = field(default_factory=LEVConfig)  # LEV's hyperparameters (flags --lev-k, --lev-rank, ...;
                                   # V and D are the model's); factorized_mlp reads its digits and codebooks too
-    # how the same function is computed (a resumed run may change these)
-    lev_fast: bool = True         # LEV computed by fast/lev_fast.py's FastLEV; False: lev.LEV exactly as written (slow)
-    lev_kernel: str = "auto"      # FastLEV's steps 3-6: "cpp" (C++, CPU), "torch" (any device), "auto" (cpp on a CPU)
-    head: str = "auto"            # the output head's loss: "chunked" (fast/head.py: never holds the (B*T, V) logits),
-                                  # "plain" (full logits, then cross-entropy: the readable reference, and on a GPU
-                                  # the faster one under torch.compile), "auto" (chunked on a CPU, plain elsewhere)
-    head_kernel: str = "auto"     # the chunked head's rows: "cpp" (C++, CPU), "torch", "auto" (cpp on a CPU)
     # equal footing of the input maps (our choice; see the module docstring)
     input_scale: str = "init"     # "init": each input map's last layer rescaled so its output has RMS input_rms at
                                   # initialisation; "norm": an RMSNorm after every input map; "none": as built
-    input_rms: float = 0.02       # the RMS every arm's input vectors start at (GPT-2's N(0, 0.02) table)
+    input_rms: float = INIT_STD   # the RMS every arm's input vectors start at (a table initialised N(0, INIT_STD))
     # the baselines' widths, matched to LEV's parameter count when 0, and their MLPs (our choices)
     albert_dim: int = 0           # m, the table width of albert and flat_mlp (0 = match P_LEV)
     emb_mlp_hidden: int = 0       # H of flat_mlp and factorized_mlp (0 = flat_mlp_hidden's rule / match P_LEV)
@@ -72,29 +62,20 @@ class GPTConfig:
     emb_mlp_act: str = "gelu"     # the nonlinearity of flat_mlp and factorized_mlp: gelu, relu or silu
     emb_mlp_bias: bool = False    # biases in the MLP layers of flat_mlp and factorized_mlp
 
-    CHOICES = dict(emb=EMB_CHOICES, lev_kernel=KERNELS, head=("auto", "chunked", "plain"), head_kernel=KERNELS,
-                   input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
+    CHOICES = dict(emb=EMB_CHOICES, input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
                    emb_mlp_act=("gelu", "relu", "silu"))
     DERIVED = dict(lev=("vocab_size", "n_embd"))   # LEVConfig fields the model sets (V, D), so they are no flags
-    # Fields that choose how the same function is computed, not what it is: a resumed run may change them.
-    COMPUTE_ONLY = ("lev_fast", "lev_kernel", "head", "head_kernel")
-    # What a checkpoint written before a field existed meant by it (how the model was built then).
-    LEGACY = dict(input_scale="none")
-    RETIRED = ("lev_sparse_basis", "lev_dedup", "lev_project_seed")   # old compute-only fields (FastLEV's options now)
 
     @classmethod
-    def saved(cls, model_args: dict) -> dict:
-        """A checkpoint's model_args as GPTConfig takes them: completed with what older checkpoints meant by fields
-        they lack; their flat lev_<field> entries gathered into lev, retired compute-only fields dropped."""
-        args = {k: v for k, v in {**cls.LEGACY, **model_args}.items() if k not in cls.RETIRED}
-        lev_fields = set(LEVConfig.__dataclass_fields__)
-        flat = {k[4:]: args.pop(k) for k in list(args) if k.startswith("lev_") and k[4:] in lev_fields}
-        if flat:
-            args["lev"] = {**flat, **args.get("lev", {})}
-        return args
+    def from_preset(cls, size: dict, **extra) -> "GPTConfig":
+        """The GPTConfig of a size or preset of util/presets.py (plus extra fields), named as train.py's flags
+        (n_layer=4, lev_rank=16, ...); the fields that are not the model's (lr, batch_size, ...) are ignored."""
+        values, lev_fields = {**size, **extra}, LEVConfig.__dataclass_fields__
+        lev = {k[4:]: v for k, v in values.items() if k.startswith("lev_") and k[4:] in lev_fields}
+        return cls(**{k: v for k, v in values.items() if k in cls.__dataclass_fields__ and k != "lev"}, lev=lev)
 
     def __post_init__(self):
-        if isinstance(self.lev, dict):                     # from a checkpoint's model_args
+        if isinstance(self.lev, dict):                     # from a checkpoint's model_args, or a preset
             self.lev = LEVConfig(**self.lev)
         for name, allowed in self.CHOICES.items():
             if getattr(self, name) not in allowed:
@@ -259,6 +240,21 @@ class Block(nn.Module):
         return x + self.mlp(self.norm2(x))
 
 
+class OutputHead(nn.Linear):
+    """The dense, untied V x D output head and its loss: logits = x W^T, then cross-entropy on float32 logits.
+    fast.accelerate swaps in fast/head.py's ChunkedHead, the same loss computed in blocks that never hold all the
+    logits."""
+
+    def __init__(self, D, V):
+        super().__init__(D, V, bias=False)                                  # weight (V, D)
+
+    def loss(self, x, targets, reduction="mean"):
+        """x (B, T, D), targets (B, T) -> (logits (B, T, V), loss: () for "mean"/"sum", (B, T) for "none")."""
+        logits = self(x)                                                     # (B, T, V)
+        loss = F.cross_entropy(logits.float().flatten(0, -2), targets.flatten(), reduction=reduction)
+        return logits, (loss.view(targets.shape) if reduction == "none" else loss)
+
+
 def decays(name: str, p: torch.Tensor, lev_norm: bool = False) -> bool:
     """Whether AdamW decays parameter `name`: matrices yes; vectors and LEV's per-head LayerNorm affine
     (ln_weight, ln_bias: (h, d_s)) no, unless lev_norm."""
@@ -272,13 +268,13 @@ class GPT(nn.Module):
         V, D = cfg.vocab_size, cfg.n_embd
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
         self.norm = RMSNorm(D)
-        self.lm_head = nn.Linear(D, V, bias=False)                           # output head, (V, D) weight
+        self.lm_head = OutputHead(D, V)                                      # output head, (V, D) weight
         # --- the switch: decided here, once ---
         w = matched_widths(cfg)
         if cfg.emb in ("tied", "untied"):
             self.wte = nn.Embedding(V, D)
-        elif cfg.emb == "lev":               # the same function and parameters either way; FastLEV computes it fast
-            self.wte = FastLEV(cfg.lev, kernel=cfg.lev_kernel) if cfg.lev_fast else LEV(cfg.lev)
+        elif cfg.emb == "lev":
+            self.wte = LEV(cfg.lev)
         elif cfg.emb == "albert":
             self.wte = AlbertEmbedding(V, w["albert_m"], D)
         elif cfg.emb == "flat_mlp":
@@ -287,17 +283,17 @@ class GPT(nn.Module):
             self.wte = FactorizedMLPEmbedding(cfg.lev, w["factorized_H"], cfg.emb_mlp_act, cfg.emb_mlp_bias)
         # equal footing, "norm": eps far below the tiniest arm's mean square (flat_mlp's, docs/method.md section 4)
         self.input_norm = RMSNorm(D, eps=1e-12) if cfg.input_scale == "norm" else None
-        # nanoGPT-style init: N(0, 0.02) for every Linear and Embedding (biases 0), residual projections scaled
+        # nanoGPT-style init: N(0, INIT_STD) for every Linear and Embedding (biases 0), residual projections scaled
         # by 1/sqrt(2 n_layer). LEV's parameters and factorized_mlp's codebooks are plain Parameters that
         # keep their own initialisation (lev.py).
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, mean=0.0, std=0.02)
+                nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
         for block in self.blocks:
             for proj in (block.attn.proj, block.mlp.down):
-                nn.init.normal_(proj.weight, mean=0.0, std=0.02 / math.sqrt(2 * cfg.n_layer))
+                nn.init.normal_(proj.weight, mean=0.0, std=INIT_STD / math.sqrt(2 * cfg.n_layer))
         if cfg.emb == "tied":
             self.lm_head.weight = self.wte.weight                            # one (V, D) matrix, two uses
         if cfg.input_scale == "norm":
@@ -313,12 +309,13 @@ class GPT(nn.Module):
     def rescale_input_map(self, target: float, n_ids: int = 4096):
         """Equal footing at initialisation: multiply the input map's last layer by target / RMS, the RMS of its
         outputs on n_ids ids drawn with a fixed generator, so every arm's input vectors start at RMS target.
-        Tables are the reference (N(0, 0.02) has RMS 0.02) and are scaled by target / 0.02 (tied: the head too)."""
+        Tables are the reference (N(0, INIT_STD) has RMS INIT_STD) and are scaled by target / INIT_STD (tied: the
+        head too)."""
         if self.lm_head.weight.is_meta:                                       # param_report builds on "meta"
             return
         if isinstance(self.wte, nn.Embedding):
-            if target != 0.02:
-                self.wte.weight.mul_(target / 0.02)
+            if target != INIT_STD:
+                self.wte.weight.mul_(target / INIT_STD)
             return
         V = self.cfg.vocab_size
         ids = torch.randperm(V, generator=torch.Generator().manual_seed(0))[:n_ids].to(self.lm_head.weight.device)
@@ -326,23 +323,14 @@ class GPT(nn.Module):
         for p in last_layer(self.wte):
             p.mul_(target / rms)
 
-    def embed(self, idx, link=None):
-        """ids (B, T) -> (B, T, D). In eval mode without gradients, LEV reads its materialised table
-        (filled lazily, row by row as ids are first seen; rebuilt when the weights change). link: a tied model's
-        lookup adds its gradient into the chunked head's dL/dW (fast/head.tied_lookup)."""
-        if isinstance(self.wte, LEV) and not self.training and not torch.is_grad_enabled():
-            x = self.wte.lookup(idx)
-        elif link is not None:
-            x = tied_lookup(idx, self.wte.weight, link)                      # (B, T, D)
-        else:
-            x = self.wte(idx)                                                 # (B, T, D)
-        # Every arm's residual stream in the parameters' dtype: under bf16 autocast an MLP input map (albert,
-        # flat_mlp, factorized_mlp) returns bf16, a table or LEV float32; a bf16 stream would sum every block in bf16.
-        x = x.to(self.norm.weight.dtype)
+    def embed(self, idx):
+        """ids (B, T) -> (B, T, D), in the parameters' dtype: under bf16 autocast an MLP input map (albert, flat_mlp,
+        factorized_mlp) returns bf16, a table or LEV float32, and a bf16 stream would sum every block in bf16."""
+        x = self.wte(idx).to(self.norm.weight.dtype)                          # (B, T, D)
         return x if self.input_norm is None else self.input_norm(x)
 
     @torch.no_grad()
-    def input_table(self, chunk_size: int = 1024) -> torch.Tensor:
+    def input_table(self) -> torch.Tensor:
         """E_in[i] = wte(i) for every id i = 0..V-1 -> (V, D) float32, a fresh tensor: any arm's input map as
         an ordinary table (LEV: its materialised table; albert / flat_mlp / factorized_mlp: in chunks of ids)."""
         V = self.cfg.vocab_size
@@ -351,39 +339,27 @@ class GPT(nn.Module):
         elif isinstance(self.wte, nn.Embedding):
             table = self.wte.weight.float().clone()                           # (V, D)
         else:
-            device = self.lm_head.weight.device
-            table = torch.cat([self.wte(torch.arange(i, min(i + chunk_size, V), device=device)[None])[0]
-                               for i in range(0, V, chunk_size)]).float()     # (V, D)
+            ids = torch.arange(V, device=self.lm_head.weight.device)
+            table = torch.cat([self.wte(chunk[None])[0] for chunk in ids.split(CHUNK_IDS)]).float()   # (V, D)
         return table if self.input_norm is None else self.input_norm(table).float()
 
     def forward(self, idx, targets=None, reduction="mean", last_only=False):
         """idx (B, T) -> (logits (B, T, V), loss).
 
         With targets, loss is the mean cross-entropy (reduction="mean") or the per-token loss (B, T) with
-        reduction="none"; with the chunked head (cfg.head; the default on a CPU) the logits are never formed and
-        None is returned in their place. Without targets: (logits, None); last_only=True returns logits
-        (B, 1, V) of the last position (for sampling).
+        reduction="none"; a head that never forms the logits (fast/head.py's ChunkedHead) returns None in their
+        place. Without targets: (logits, None); last_only=True returns logits (B, 1, V) of the last position.
         """
         B, T = idx.shape
         if T > self.cfg.block_size:
             raise ValueError(f"sequence length {T} exceeds block_size {self.cfg.block_size}; crop the input.")
-        chunked = targets is not None and uses_chunked_head(self.cfg.head, idx.device.type)
-        # tied on a CPU: one dL/dW for W's two uses (not on GPUs, where index_add_'s atomic adds are not
-        # deterministic as F.embedding's backward is; not under torch.compile, which would not trace it)
-        link = (GradLink() if chunked and self.cfg.emb == "tied" and idx.device.type == "cpu"
-                and torch.is_grad_enabled() and not torch.compiler.is_compiling() else None)
-        x = self.embed(idx, link)                                            # (B, T, D)
+        x = self.embed(idx)                                                  # (B, T, D)
         for block in self.blocks:
             x = block(x, self.rope_cos, self.rope_sin)                       # (B, T, D)
         x = self.norm(x)
         if targets is None:
             return self.lm_head(x[:, -1:] if last_only else x), None         # (B, T or 1, V)
-        if chunked:                                                          # (B, T, V) never held
-            return None, linear_cross_entropy(x, self.lm_head.weight, targets, reduction, kernel=self.cfg.head_kernel,
-                                              link=link)
-        logits = self.lm_head(x)                                             # (B, T, V): the plain head
-        loss = F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1), reduction=reduction)
-        return logits, (loss.view(B, T) if reduction == "none" else loss)
+        return self.lm_head.loss(x, targets, reduction)                      # logits (B, T, V) or None, loss
 
     # -- bookkeeping -------------------------------------------------------------------------------
     def param_breakdown(self) -> dict:
@@ -394,7 +370,7 @@ class GPT(nn.Module):
         body = count(self.blocks.parameters()) + count(self.norm.parameters())
         return dict(input=inp, output=out, body=body, total=count(self.parameters()))
 
-    def configure_optimizer(self, lr, weight_decay, betas=(0.9, 0.95), device_type="cpu", decay_lev_norm=False,
+    def configure_optimizer(self, lr, weight_decay, betas, device_type="cpu", decay_lev_norm=False,
                             lev_lr_mult=1.0, lev_weight_decay=True):
         """AdamW with weight decay on matrices (tables, linear weights, LEV's codebooks, W, Delta, W_out) and none
         on gains and biases: the norms' gains and LEV's LayerNorm gain and bias, which are (h, d_s) but one vector
@@ -481,9 +457,15 @@ def lev_arithmetic(cfg: GPTConfig) -> str:
 
 
 def main(argv=None):
-    """python model.py [--n-embd 1024 ...]: every arm's parameters at a size (default: GPT-2 small's)."""
+    """python model.py [--preset NAME] [--n-embd 1024 ...]: every arm's parameters at a size (default: GPT-2 small's;
+    --preset takes a size of util/presets.py, e.g. cpu, the quick start's)."""
+    import argparse
     from util.cli import parse
-    cfg = parse(GPTConfig, argv, description=__doc__, skip=("emb",))
+    from util.presets import PRESETS
+    pre = argparse.ArgumentParser(add_help=False)
+    pre.add_argument("--preset", choices=tuple(PRESETS))
+    known, rest = pre.parse_known_args(argv)
+    cfg = parse(GPTConfig, rest, description=__doc__, skip=("emb",), defaults=PRESETS.get(known.preset, {}))
     print(param_report(cfg) + "\n\n" + lev_arithmetic(cfg))
 
 

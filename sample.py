@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
+from fast import load_model
 from util import checkpoint, runtime
 from util.cli import checked, parse
 from util.presets import SAMPLING
@@ -29,7 +30,7 @@ class SampleConfig:
     temperature: float = SAMPLING["temperature"]  # 0 = greedy; < 1 sharper, > 1 more random
     top_k: int = SAMPLING["top_k"]  # keep the k most likely tokens (0 = all)
     seed: int = 1337              # sampling seed
-    device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
+    device: str = "auto"
 
 
 CHECKS = dict(num_samples=checked(int, 1), max_new_tokens=checked(int, 0), temperature=checked(float, 0),
@@ -50,7 +51,7 @@ def main(argv=None):
     sc = parse(SampleConfig, argv, description=__doc__, checks=CHECKS)
     device = runtime.pick_device(sc.device)
     ckpt = checkpoint.load(os.path.join(sc.out_dir, "ckpt.pt"))
-    model = checkpoint.model_from_checkpoint(ckpt, device)
+    model = load_model(ckpt, device)
     from data.tokenizers import encode_prompt, get_tokenizer
     tok = get_tokenizer(ckpt["tokenizer"]["name"], meta=ckpt["tokenizer"]["meta"])
     if tok.vocab_size != model.cfg.vocab_size:

@@ -31,39 +31,42 @@ import torch
 import torch.distributed as dist
 
 from data.loader import open_dataset
+from fast import FAST, accelerate
 from model import GPT, GPTConfig
 from util import checkpoint, runtime
 from util.cli import add_dataclass_args, checked, explicit_flags, flatten, pick
-from util.presets import PRESETS, SAMPLING
+from util.presets import ADAMW, CPU, PRESETS, SAMPLING
 
 
 @dataclass
 class TrainConfig:
     dataset: str = "default"      # a prepared dataset: a name under --data-root, or a path (default: Python docs)
-    data_root: str = ""           # where prepared datasets live ("" = this project's data/ folder)
+    data_root: str = ""
     out_dir: str = ""             # run directory for config.json, log.jsonl, ckpt.pt ("" = out/<emb>)
-    max_iters: int = 200          # optimizer steps
-    eval_interval: int = 50       # evaluate and checkpoint every this many steps (and at the end)
+    max_iters: int = CPU["max_iters"]  # optimizer steps (the defaults marked CPU are the quick start's, util/presets.py)
+    eval_interval: int = CPU["eval_interval"]  # evaluate and checkpoint every this many steps (and at the end)
     save_interval: int = 0        # checkpoint only at evaluations that fall on a multiple of this (0 = at every one);
                                   # the end, a signal and --stop-at always save. For models whose saves take long
     eval_iters: int = 8           # validation batches of batch_size x world fixed windows (same for every arm/seed)
     log_interval: int = 10        # print and log training loss every this many steps
-    batch_size: int = 8           # sequences per micro-step per process
+    batch_size: int = CPU["batch_size"]  # sequences per micro-step per process
     grad_accum: int = 1           # micro-steps per optimizer step per process
-    lr: float = 2e-3              # peak learning rate
+    lr: float = CPU["lr"]         # peak learning rate
     min_lr_ratio: float = 0.1     # cosine decays to lr * min_lr_ratio (nanoGPT/Chinchilla: 0.1)
-    warmup_iters: int = 20        # linear warm-up steps
-    weight_decay: float = 0.1     # AdamW decay on matrices only (model.configure_optimizer)
-    decay_lev_norm: bool = False  # decay LEV's LayerNorm gain and bias too (per-head vectors; older checkpoints did)
+    warmup_iters: int = CPU["warmup_iters"]  # linear warm-up steps
+    weight_decay: float = ADAMW["weight_decay"]  # AdamW decay on matrices only (model.configure_optimizer)
+    decay_lev_norm: bool = False  # decay LEV's LayerNorm gain and bias too (per-head vectors; runs before 2026-12-04 did)
     lev_lr_mult: float = 1.0      # LEV's parameters train at lr x this (our choice: 1, the body's rate; emb=lev only)
     lev_weight_decay: bool = True  # AdamW decay on LEV's matrices as on the body's (our choice; False: none on LEV)
-    beta1: float = 0.9            # AdamW beta1
-    beta2: float = 0.95           # AdamW beta2
+    beta1: float = ADAMW["beta1"]  # AdamW beta1
+    beta2: float = ADAMW["beta2"]  # AdamW beta2
     grad_clip: float = 1.0        # clip the global gradient norm (0 = off)
     seed: int = 1337              # model init and batch order; every arm with the same seed sees the same tokens
-    device: str = "auto"          # auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps
+    device: str = "auto"
     dtype: str = "auto"           # auto: bf16 autocast where the hardware computes bf16 natively (util/runtime.pick_dtype)
     compile: bool = False         # torch.compile the model
+    fast: str = "auto"            # how the model is computed (fast.accelerate; the same function): auto (all on a CPU,
+                                  # lev elsewhere), all (fast LEV, blockwise head), lev (fast LEV, plain head), off
     keep_freed_memory: bool = True  # on a CPU (glibc): reuse freed memory, not fresh pages each step (util/runtime.py)
     resume: bool = False          # continue from out_dir/ckpt.pt (its config is the base; flags given now override)
     stop_at: int = 0              # save and stop after this many steps (0 = run to max_iters); for time-limited jobs
@@ -71,12 +74,10 @@ class TrainConfig:
     sample_start: str = "The"     # the prompt of that sample ("" = the end-of-text token)
     quiet: bool = False           # print one summary line at the end instead of the banner and the progress lines
                                   # (notebooks; problems are still printed)
-    preset: str = "cpu"           # named defaults (util/presets.py): cpu (the quick start), ref, big, xl, xxl, tiny,
-                                  # shakespeare, pile-200m, pile-400m, pile-1b; flags given on the command line override them
+    preset: str = "cpu"           # named defaults (util/presets.py; cpu: the quick start's size); flags given on the
+                                  # command line override them
 
-    CHOICES = dict(preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES))
-    # What a checkpoint written before a field existed meant by it (as GPTConfig.LEGACY does for the model).
-    LEGACY = dict(decay_lev_norm=True)
+    CHOICES = dict(preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES), fast=FAST)
 
 
 CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=checked(int, 1),
@@ -90,7 +91,7 @@ def parse_args(argv=None):
     """(namespace of TrainConfig + GPTConfig fields (vocab_size comes from the dataset), the flags given, preset)."""
     argv = sys.argv[1:] if argv is None else argv
     pre = argparse.ArgumentParser(add_help=False)
-    pre.add_argument("--preset", default="cpu")
+    pre.add_argument("--preset", default=TrainConfig.preset)
     preset = pre.parse_known_args(argv)[0].preset
     if preset not in PRESETS:
         pre.error(f"argument --preset: invalid choice {preset!r} (choose from {', '.join(PRESETS)})")
@@ -166,7 +167,7 @@ def setup(argv=None) -> Run:
     tc.out_dir = tc.out_dir or os.path.join("out", args.emb)
     ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt")) if tc.resume else None
     if ckpt is not None:
-        saved = {**TrainConfig.LEGACY, **ckpt["train_args"], **flatten(GPTConfig, GPTConfig.saved(ckpt["model_args"]))}
+        saved = {**ckpt["train_args"], **flatten(GPTConfig, ckpt["model_args"])}
         for k, v in saved.items():
             if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir"):
                 setattr(args, k, v)
@@ -183,10 +184,10 @@ def setup(argv=None) -> Run:
     mc = pick(GPTConfig, args, vocab_size=data.vocab_size)
     tokenizer = dict(name=data.tokenizer_name, vocab_size=data.vocab_size, meta=data.meta.get("tokenizer_meta", {}))
     if ckpt is not None:
-        checkpoint.check_compatible(ckpt, asdict(mc), tokenizer, os.path.join(tc.out_dir, "ckpt.pt"))
+        check_compatible(ckpt, asdict(mc), tokenizer, os.path.join(tc.out_dir, "ckpt.pt"))
 
     torch.manual_seed(tc.seed)
-    raw_model = GPT(mc).to(device)
+    raw_model = accelerate(GPT(mc).to(device), tc.fast)
     optimizer = raw_model.configure_optimizer(tc.lr, tc.weight_decay, (tc.beta1, tc.beta2), device.split(":")[0],
                                               tc.decay_lev_norm, tc.lev_lr_mult, tc.lev_weight_decay)
     model = torch.compile(raw_model) if tc.compile else raw_model
@@ -199,7 +200,7 @@ def setup(argv=None) -> Run:
         windows = data.val_windows(n=n_val, block_size=mc.block_size)
     run = Run(tc, mc, preset, data, windows, raw_model, model, optimizer, scaler, device, dtype, rank, world)
     if ckpt is not None:
-        checkpoint.restore(run, ckpt)
+        restore(run, ckpt)
     elif os.path.exists(run.ckpt_path):
         run.say(f"note: {run.ckpt_path} exists; this run starts over and overwrites it and its log.jsonl "
                 f"(pass --resume to continue it)")
@@ -292,10 +293,43 @@ def evaluate(run: Run) -> float:
     return (total / count).item()
 
 
+def state(run: Run) -> dict:
+    """The checkpoint of a run (util/checkpoint.py's layout): plain values and tensors only."""
+    cuda = run.device.startswith("cuda")
+    return dict(format=checkpoint.FORMAT, model=run.raw_model.state_dict(), optimizer=run.optimizer.state_dict(),
+                step=run.step, model_args=asdict(run.mc), train_args=asdict(run.tc), tokenizer=run.tokenizer,
+                rng=dict(torch=torch.get_rng_state(), cuda=torch.cuda.get_rng_state_all() if cuda else []),
+                best_val_loss=run.best_val, elapsed_s=run.elapsed, tokens_seen=run.tokens_seen)
+
+
+def restore(run: Run, ckpt: dict):
+    """Put a checkpoint's weights, optimizer state, counters and random state back into a run."""
+    run.raw_model.load_state_dict(ckpt["model"])
+    run.optimizer.load_state_dict(ckpt["optimizer"])
+    run.step = run.resumed_at = ckpt["step"]
+    run.best_val, run.elapsed, run.tokens_seen = ckpt["best_val_loss"], ckpt["elapsed_s"], ckpt["tokens_seen"]
+    torch.set_rng_state(ckpt["rng"]["torch"])
+    if run.device.startswith("cuda") and ckpt["rng"]["cuda"]:
+        torch.cuda.set_rng_state(ckpt["rng"]["cuda"][min(torch.cuda.current_device(), len(ckpt["rng"]["cuda"]) - 1)])
+
+
+def check_compatible(ckpt: dict, model_args: dict, tokenizer: dict, path: str):
+    """Resuming must keep the architecture and the tokenizer; say exactly what differs."""
+    saved, now = flatten(GPTConfig, ckpt["model_args"]), flatten(GPTConfig, model_args)
+    diffs = [f"{k}: checkpoint {saved.get(k)!r}, now {v!r}" for k, v in now.items() if saved.get(k) != v]
+    if diffs:
+        raise ValueError(f"cannot resume from {path}: the architecture differs ({'; '.join(diffs)}). "
+                         f"Use the run's original flags, or a new --out-dir for a new run.")
+    old = ckpt["tokenizer"]
+    if (old["name"], old["vocab_size"]) != (tokenizer["name"], tokenizer["vocab_size"]):
+        raise ValueError(f"cannot resume from {path}: it was trained with tokenizer {old['name']} "
+                         f"(V={old['vocab_size']}), the dataset uses {tokenizer['name']} (V={tokenizer['vocab_size']}).")
+
+
 def save(run: Run):
     """ckpt.pt, atomically (rank 0 writes, the others wait)."""
     if run.master:
-        checkpoint.save(checkpoint.state(run), run.ckpt_path)
+        checkpoint.save(state(run), run.ckpt_path)
     if run.world > 1:
         dist.barrier()
 
@@ -333,7 +367,7 @@ def train(run: Run) -> str:
     """Evaluate every eval_interval steps (and save), step, log; -> "done", "paused", "interrupted" or "nan"."""
     tc, stop = run.tc, StopFlag()
     window_start, window_time = run.step, 0.0
-    peak = runtime.peak_flops(run.device)
+    peak = runtime.gpu_peak_flops(run.device)
     try:
         while True:
             if run.step % tc.eval_interval == 0 or run.step == tc.max_iters:

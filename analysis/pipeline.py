@@ -12,7 +12,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
-from lev import LEVConfig
+from lev import GPT2_VOCAB, LEVConfig
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -76,7 +76,7 @@ def draw(cfg: LEVConfig = None, ax=None):
 @dataclass
 class PipelineConfig:
     out: str = os.path.join(ROOT, "docs", "figures", "pipeline.png")  # where the figure goes
-    vocab_size: int = 50257       # V (GPT-2's vocabulary)
+    vocab_size: int = GPT2_VOCAB  # V (GPT-2's vocabulary)
     d_model: int = 768            # D, the model width the embeddings have
 
 

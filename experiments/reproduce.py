@@ -45,27 +45,22 @@ from dataclasses import dataclass, field
 
 import torch
 
-from data.prepare import dataset_dir_name
+from data.prepare import DATA_ROOT, dataset_dir_name
+from data.tokenizers import BPE_FILES
 from model import EMB_CHOICES
 from util.cli import parse
-from util.presets import PRESETS
+from util.presets import BODIES, body_steps, group_name
 
 CORPORA = {  # name -> (prepare.py arguments, prepared dataset name)
     "shakespeare": (["shakespeare"], "repro_shakespeare"),
     "wikitext103": (["wikitext103"], "repro_wikitext103"),
     "text": (["text"], "repro_text"),
 }
-BODIES = {   # name -> train.py flags (the same for every arm): a preset of util/presets.py, 1,024,000 tokens
-    "cpu": ["--preset=cpu", "--max-iters=1000", "--eval-interval=100", "--lr=2e-3", "--warmup-iters=50"],
-    "ref": ["--preset=ref"],
-    "big": ["--preset=big"],
-    "xl": ["--preset=xl"],
-    "xxl": ["--preset=xxl"],
-}
 CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_k32": ["--emb=lev", "--lev-kappa=32"],
             "flat_mlp_4m": ["--emb=flat_mlp", "--flat-mlp-hidden=4m"]}
 ARMS = {**{emb: [f"--emb={emb}"] for emb in EMB_CHOICES}, **CONTROLS}
 CORE = ("tied", "untied", "lev", "lev_shuffled")
+OUT = "out/reproduce"   # where the runs and results of every recipe in experiments/ go
 
 
 @dataclass
@@ -83,8 +78,8 @@ class ReproduceConfig:
     zero_shot: list[str] = field(default_factory=lambda: ["default"])  # prepared datasets for zero-shot evaluation
     max_windows: int = 1024       # validation windows per dataset in evaluate.py (evenly spread)
     tag: str = ""                 # a suffix for the results folder (e.g. to keep a protocol comparison apart)
-    out: str = "out/reproduce"    # where runs and results go
-    data_root: str = "data"       # where prepared datasets go (and are looked for)
+    out: str = OUT                # where runs and results go
+    data_root: str = ""
     train_flags: str = ""         # extra train.py flags for every run, quoted (e.g. "--dtype=float32")
     tasks: list[str] = field(default_factory=list)  # downstream tasks for evaluate.py --tasks (e.g. paper; needs
                                   # requirements-eval.txt and its data)
@@ -141,14 +136,6 @@ def train_all(todo, jobs=1, dry=False) -> dict:
     return timing
 
 
-def body_steps(body: list) -> int:
-    """The training steps of a body's train.py flags: the last --max-iters, else its preset's."""
-    given = [f for f in body if f.startswith("--max-iters=")]
-    if given:
-        return int(given[-1].split("=")[1])
-    return PRESETS[next(f.split("=")[1] for f in body if f.startswith("--preset="))]["max_iters"]
-
-
 def finished(out_dir, steps):
     """Whether a run's log holds the eval at its last step."""
     log = os.path.join(out_dir, "log.jsonl")
@@ -158,25 +145,21 @@ def finished(out_dir, steps):
         return any(e.get("event") == "eval" and e.get("step") == steps for e in map(json.loads, f))
 
 
-def results_name(body="cpu", tokenizer="gpt2", tag=""):
-    """A group's results folder (under <out>/<corpus>): the body, then the tokenizer unless gpt2, then the tag."""
-    return body + ("" if tokenizer == "gpt2" else f"_{tokenizer}") + (f"_{tag}" if tag else "")
-
-
 def prepare(rc: ReproduceConfig, py):
     """The corpus and the zero-shot datasets in --tokenizer, prepared once (data/<name>/meta.json marks a finished
     one) -> (the corpus's dataset name, the zero-shot datasets' names)."""
     args, name = CORPORA[rc.corpus]
+    root = rc.data_root or os.path.relpath(DATA_ROOT)
     name, tok = dataset_dir_name(name, rc.tokenizer), ["--tokenizer", rc.tokenizer]
-    if not os.path.exists(os.path.join(rc.data_root, name, "meta.json")):
+    if not os.path.exists(os.path.join(root, name, "meta.json")):
         if rc.corpus == "text" and not rc.input:
             sys.exit("error: --corpus text needs --input FILES (quote globs: --input 'corpus/*.txt').")
         sh([py, "data/prepare.py", *args, *(["--input", *rc.input] if rc.input else []), *tok, "--out-dir",
-            os.path.join(rc.data_root, name)], rc.dry_run)
+            os.path.join(root, name)], rc.dry_run)
     zero_shot = [dataset_dir_name(z, rc.tokenizer) if z == "default" else z for z in rc.zero_shot]
     default = dataset_dir_name("default", rc.tokenizer)
-    if default in zero_shot and not os.path.exists(os.path.join(rc.data_root, default, "meta.json")):
-        sh([py, "data/prepare.py", "default", *tok, "--out-dir", os.path.join(rc.data_root, default)], rc.dry_run)
+    if default in zero_shot and not os.path.exists(os.path.join(root, default, "meta.json")):
+        sh([py, "data/prepare.py", "default", *tok, "--out-dir", os.path.join(root, default)], rc.dry_run)
     return name, zero_shot
 
 
@@ -190,7 +173,7 @@ def common_flags(rc: ReproduceConfig, dataset: str) -> tuple:
 
 def main(argv=None):
     rc = parse(ReproduceConfig, argv, description=__doc__, choices=dict(corpus=tuple(CORPORA), body=tuple(BODIES),
-                                                                       tokenizer=("gpt2", "cl100k_base", "o200k_base")))
+                                                                       tokenizer=tuple(BPE_FILES)))
     unknown = [a for a in rc.arms if a not in ARMS]
     if unknown:
         sys.exit(f"error: unknown arm(s) {', '.join(unknown)}; choose from {', '.join(ARMS)}.")
@@ -199,7 +182,7 @@ def main(argv=None):
         print(f"note: --jobs {rc.jobs} without a GPU: the runs share the CPU cores and slow each other several-fold.")
     dataset, zero_shot = prepare(rc, py)
     common, steps = common_flags(rc, dataset)
-    results = os.path.join(rc.out, rc.corpus, results_name(rc.body, rc.tokenizer, rc.tag))
+    results = os.path.join(rc.out, rc.corpus, group_name(rc.body, rc.tokenizer, rc.tag))
     runs, todo = [], []
     order = sorted(rc.arms, key=lambda a: a != "tied")                  # tied first: evaluate.py's baseline
     for seed in sorted(set(rc.seeds) | set(rc.seeds_others)):

@@ -77,8 +77,8 @@ class SweepConfig:
     seeds: list[int] = field(default_factory=lambda: [1])  # seeds to train them with
     auto: bool = False            # train only the settings (and tied, untied, lev) whose seed-1 perplexity in the
                                   # group's eval.json differs from lev's by more than 2%
-    out: str = "out/reproduce"    # where runs and results go (experiments/reproduce.py's --out)
-    data_root: str = "data"       # where prepared datasets go
+    out: str = reproduce.OUT      # where runs and results go (experiments/reproduce.py's --out)
+    data_root: str = ""
     dry_run: bool = False         # print the commands, run nothing
 
 

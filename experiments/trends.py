@@ -11,19 +11,16 @@ docs/results.md. Run from the project folder, one command at a time (two at once
     python -m experiments.trends vocab  --input shakespeare.txt kjv.txt austen.txt    # o200k_base, cl100k_base
     python -m experiments.trends report                                               # tables and figures
 
-Wall time on a 2-core CPU with native bf16 (docs/results.md section 7 has the measured figures; without native
-bf16 expect 2-3x longer, and `length` then defaults to 4.1M tokens):
+The axes (docs/results.md section 7 has what each cost in wall time, and on which machine):
   lr      tied/untied/lev at 1e-3 and 4e-3, seed 1 (2e-3 is the main runs' seed 1), plus one more step where an
-          arm's best is at an edge, then seeds 2-3 of all three at any arm's best other than 2e-3: 6-15 runs of 1M
-          tokens at ~3 minutes each, ~1 hour
-  length  tied/untied/lev, seeds 1-2, 8.19M tokens each (8x the main runs' 1,000 steps), the cosine schedule over the
-          full length: 6 runs of ~22 minutes, ~2.5 hours with the evaluation; `--length-tokens 2048000` adds
-          the same at 2.05M tokens (6 runs of ~5.5 minutes, ~35 minutes), another schedule end for the trend
-  size    the "big" body (8 x 512, context 256; the body about as large as the table), seeds 1-2, 1M tokens: 6 runs
-          of 15-24 minutes, ~2 hours. --bodies xl xxl --jobs 6: 12 x 768 and 16 x 1024 (the body 69% and 80% of
-          the model) for a GPU, about 5.5 minutes on one H200 with six runs at once
+          arm's best is at an edge, then seeds 2-3 of all three at any arm's best other than 2e-3: 6-15 runs of 1M tokens
+  length  tied/untied/lev, seeds 1-2, 8.19M tokens each (8x the main runs' 1,000 steps; 4.1M where bf16 is not native),
+          the cosine schedule over the full length; `--length-tokens 2048000` adds the same at 2.05M tokens, another
+          schedule end for the trend
+  size    the "big" body (8 x 512, context 256; the body about as large as the table), seeds 1-2, 1M tokens.
+          --bodies xl xxl --jobs 6: 12 x 768 and 16 x 1024 (body-dominated models) for a GPU, six runs at once
   vocab   the cpu body on the same text re-tokenised with o200k_base (the paper's) and cl100k_base, seeds 1-2, 1M
-          tokens: 12 runs, ~10 minutes each at o200k_base
+          tokens: 12 runs
 The main comparison (tied/untied/lev, cpu body, GPT-2's vocabulary, 1M tokens, seeds 1-3) is
 `python -m experiments.reproduce --corpus text --input ... --arms tied untied lev --seeds 1 2 3`; its folder
 (out/reproduce/text/cpu) is every axis's reference point.
@@ -32,7 +29,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from analysis import trends
+from analysis import axes as trends
 from experiments import reproduce
 from util import runtime
 from util.cli import parse
@@ -45,8 +42,8 @@ EDGE = {"1e-3": "5e-4", "4e-3": "8e-3"}          # the next step beyond an edge 
 class TrendsConfig:
     axis: str = "report"          # lr, length, size, vocab, or report (the tables and figures of what has run)
     input: list[str] = field(default_factory=list)  # the corpus's text files (as for experiments/reproduce.py)
-    out: str = "out/reproduce"    # where the runs go (experiments/reproduce.py's --out)
-    data_root: str = "data"       # where prepared datasets go
+    out: str = reproduce.OUT      # where the runs go (experiments/reproduce.py's --out)
+    data_root: str = ""
     length_tokens: int = 0        # length axis: training tokens per run, rounded up to whole steps of 1,024 (0: 8 x
                                   # the main runs' 1,024,000 where bf16 is native, else 4 x)
     bodies: list[str] = field(default_factory=lambda: ["big"])  # size axis: the bodies to run (big; xl xxl on a GPU)

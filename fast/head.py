@@ -44,9 +44,10 @@ Design (Liger Kernel's fused linear cross-entropy; Apple's Cut Cross-Entropy has
     back to the matmul's dtype for the two gradient matmuls; dL/dW is summed over the blocks in float32 and cast to W's dtype at the end, dL/dx
     to x's; the loss is float32 (float64 for float64 inputs). autograd.Function bodies run with autocast
     off, casting explicitly (what torch.amp.custom_fwd does, without fixing the device type).
-  - A tied model uses W twice, as its input table and here. tied_lookup (at the end of this file) adds the
+  - A tied model uses W twice, as its input table and here. LinkedEmbedding (at the end of this file) adds the
     lookup's rows of dL/dW into this head's dL/dW in place, so autograd hands W one (V, D) gradient instead of
-    two to add (model.py links the two per forward; docs/performance.md has what that saves).
+    two to add (docs/performance.md has what that saves).
+  - ChunkedHead is model.OutputHead with this loss; fast.accelerate puts it in a model's place.
 
 tests/test_head.py checks values and gradients against the plain path in float64, float32 and under bf16
 autocast, the tied lookup's gradient against F.embedding's, the C++ rows against PyTorch's, and that nothing of size N * V is saved for backward.
@@ -57,34 +58,16 @@ import torch
 import torch.nn.functional as F
 
 from fast import native
+from model import OutputHead
 
-# Block sizes, tuned by measurement (docs/performance.md, "The output head"). PyTorch's rows make float32 copies of a
-# block's logits, so their blocks hold 2^23 logits; the C++ rows work in place in the matmul's dtype, so theirs hold
-# just under 32 MiB, the largest block glibc still serves from reused memory (util/runtime.keep_freed_memory).
-CHUNK_LOGITS = 1 << 23
-CHUNK_BYTES = 32 << 20
-# At large V those bytes would be few positions, and each block pays a whole (V, D) sum for dL/dW (at o200k_base's
-# V = 200019, 83 positions: 13 such sums a step); blocks get at least this many positions, up to CHUNK_MAX_BYTES of
-# logits (docs/performance.md, "The output head at large vocabularies"; the logits live in a reused workspace).
-CHUNK_MIN_ROWS = 512
-CHUNK_MAX_BYTES = 256 << 20
-# A float32 block's logits on a CPU are computed this many vocabulary columns at a time into one (n, V) buffer:
-# the same numbers, and MKL's float32 matmul runs faster on such slices than on the whole width. 0: no slicing.
-VOCAB_SLICE = 1024
-# A bf16 block's dL/dW product is computed and added to the float32 sum this many vocabulary rows at a time, so that
-# each slice is added while it is still in the cache (docs/performance.md, "The output head at large vocabularies").
-# CPU only: on a GPU the slices would only add kernel launches.
-DW_SLICE = 8192
-# On a GPU (head="chunked" there), blocks hold this many logits (1 GiB in float32): each block pays a (V, D) sum for
-# dL/dW, so fewer, larger blocks (2^26 was slower, 2^30 no faster by much: docs/performance.md, "On a GPU").
-CHUNK_GPU_LOGITS = 1 << 28
-
-
-def uses_chunked_head(head: str, device_type: str) -> bool:
-    """Whether the model's loss uses this module's head: "chunked" yes, "plain" no, "auto" on a CPU only. On a GPU
-    the plain head was the faster one under torch.compile (its softmax fused, its matmuls on aligned kernels), while
-    this module's blocks run eagerly (docs/performance.md, "On a GPU")."""
-    return head == "chunked" or (head == "auto" and device_type == "cpu")
+# Tuned constants (docs/performance.md, "The output head" and "The output head at large vocabularies", say how):
+CHUNK_LOGITS = 1 << 23       # PyTorch's rows: logits per block (they make float32 copies of a block)
+CHUNK_BYTES = 32 << 20       # C++ rows: bytes of logits per block, the largest glibc serves from reused memory
+CHUNK_MIN_ROWS = 512         # at large V, at least this many positions a block (each pays a (V, D) sum for dL/dW) ...
+CHUNK_MAX_BYTES = 256 << 20  # ... up to this many bytes of logits (held in a reused workspace)
+VOCAB_SLICE = 1024           # CPU, float32: a block's logits this many vocabulary columns per matmul (MKL is faster)
+DW_SLICE = 8192              # CPU, bf16: dL/dW added to its float32 sum this many rows at a time, still in the cache
+CHUNK_GPU_LOGITS = 1 << 28   # off a CPU: logits per block (1 GiB in float32); fewer blocks, fewer (V, D) sums
 
 
 def default_chunk_size(V: int, bytes_per_logit: int = 0, device_type: str = "cpu") -> int:
@@ -122,14 +105,14 @@ def plain_cross_entropy(x, W, targets, reduction="mean"):
 
 
 @torch.compiler.disable   # eager inside a compiled model: traced, the loops over blocks would unroll with N and V
-def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kernel="auto", link=None):
+def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kernel="torch", link=None):
     """Cross-entropy of the logits x W^T against targets, block by block over positions.
 
     x (N, D) or (B, T, D); W (V, D); targets int64 with x's leading shape. reduction "mean" or "sum" returns a
     scalar, "none" the per-token losses with targets' shape; float32 (float64 for float64 inputs).
     chunk_size: the most positions per block (default: default_chunk_size); head.blocks evens the blocks out.
-    kernel: each block's loss and softmax - one-hot by the C++ rows ("cpp", head_kernel.cpp), by PyTorch
-    ("torch"), or "auto": C++ for float32 and bfloat16 on a CPU when it builds, else PyTorch.
+    kernel: each block's loss and softmax - one-hot by the C++ rows ("cpp", head_kernel.cpp: where they apply, CPU
+    tensors of float32 or bfloat16; PyTorch's for others) or by PyTorch ("torch").
     link: a GradLink shared with tied_lookup on the same W (a tied model): backward leaves dL/dW there for the
     lookup to add its rows into.
     Runs eagerly inside a torch.compile'd model (a graph break), like LEV's chunked torch path (fast/lev_fast.py):
@@ -183,7 +166,7 @@ def block_logits(xc, Wc):
     faster there, see VOCAB_SLICE)."""
     n, V = xc.shape[0], Wc.shape[0]
     z = workspace("logits", (n, V), xc.dtype, xc.device)
-    if not (VOCAB_SLICE and xc.device.type == "cpu" and xc.dtype == torch.float32 and V > VOCAB_SLICE):
+    if not (xc.device.type == "cpu" and xc.dtype == torch.float32 and V > VOCAB_SLICE):
         return torch.mm(xc, Wc.t(), out=z)
     for j in range(0, V, VOCAB_SLICE):
         torch.mm(xc, Wc[j:j + VOCAB_SLICE].t(), out=z[:, j:j + VOCAB_SLICE])  # (n, D) @ (D, c) into z's columns
@@ -204,17 +187,13 @@ def softmax_minus_onehot_(logp, y):
 
 
 def row_kernel(device: torch.device, dtype: torch.dtype, acc: torch.dtype, kernel: str):
-    """head_kernel.cpp (native.py) when it applies: kernel "cpp", or "auto" on a CPU, for float32 or bfloat16
-    logits (dtype: the matmul's) summed in float32; None: the PyTorch rows (block_log_softmax,
-    softmax_minus_onehot_)."""
-    if kernel not in native.KERNELS:
-        raise ValueError(f"kernel must be one of {', '.join(native.KERNELS)}; got {kernel!r}.")
+    """head_kernel.cpp (native.py) for kernel "cpp" where it applies: float32 or bfloat16 logits (dtype: the
+    matmul's) on a CPU, summed in float32; None: the PyTorch rows (block_log_softmax, softmax_minus_onehot_)."""
+    native.check_kernel(kernel)
     fits = device.type == "cpu" and acc == torch.float32 and dtype in (torch.float32, torch.bfloat16)
-    if kernel == "torch" or (kernel == "auto" and not fits):
+    if kernel == "torch" or not fits:
         return None
-    if not fits:
-        raise ValueError(f"kernel='cpp' runs on CPU tensors of float32 or bfloat16; got {dtype} on {device}.")
-    return native.load("head_kernel.cpp", required=kernel == "cpp", fallback="the PyTorch rows (kernel='torch')")
+    return native.load("head_kernel.cpp", fallback="the PyTorch rows (kernel='torch')")
 
 
 def block_loss(xc, Wc, y, acc, need_grad, g, rows):
@@ -331,7 +310,6 @@ class GradLink:
     """The head's dL/dW of one forward, handed from LinearCrossEntropy's backward to TiedLookup's."""
     W = None          # the head's weight (set in forward): the lookup checks it reads the same matrix
     grad_W = None     # dL/dW (V, D), as the head's backward returns it to autograd
-    added = False     # whether the lookup's backward added its rows into it (tests check this path is taken)
 
 
 def link_grad_W(ctx, grad_W):
@@ -365,7 +343,6 @@ class TiedLookup(torch.autograd.Function):
                   and gW.shape == ctx.W_shape)
         if linked:
             gW.index_add_(0, ids.reshape(-1), grad.reshape(-1, grad.shape[-1]).to(gW.dtype))   # (B T, D) rows
-            ctx.link.added = True
             return None, None, None
         return None, torch.ops.aten.embedding_dense_backward(grad, ids, ctx.W_shape[0], -1, False), None  # F.embedding's
 
@@ -374,3 +351,50 @@ def tied_lookup(ids, W, link: GradLink):
     """W[ids] for a tied model whose loss is linear_cross_entropy(..., W, link=link): see TiedLookup."""
     return TiedLookup.apply(ids, W, link)
 
+
+# ------------------------------------------------------------------------------------------------------------
+# The modules fast.accelerate puts in a model's place
+
+class ChunkedHead(OutputHead):
+    """model.OutputHead whose loss is linear_cross_entropy: the same numbers to float rounding, never holding the
+    (B T, V) logits (None is returned in their place). rows: the blocks' rows by "cpp" or "torch" (row_kernel);
+    lookup: a tied model's LinkedEmbedding, whose gradient rows go into this head's dL/dW (kept out
+    of the module tree: it is the model's wte)."""
+    rows, lookup = "torch", None
+
+    @classmethod
+    def adopt(cls, head: OutputHead, rows: str = "torch", lookup=None) -> "ChunkedHead":
+        """head, re-classed in place as a ChunkedHead: the same weight Parameter (a tied model's stays shared)."""
+        native.check_kernel(rows)
+        head.__class__ = cls
+        head.__dict__.update(rows=rows, lookup=lookup)      # plain attributes: lookup is no submodule of the head
+        return head
+
+    def loss(self, x, targets, reduction="mean"):
+        link = self.lookup.take_link() if self.lookup is not None else None
+        return None, linear_cross_entropy(x, self.weight, targets, reduction, kernel=self.rows, link=link)
+
+
+class LinkedEmbedding(torch.nn.Embedding):
+    """A tied model's input table: W[ids], whose gradient rows are added into the ChunkedHead's dL/dW (TiedLookup)
+    when the loss of the same forward goes through that head. Only on a CPU (index_add_ on a GPU is not
+    deterministic as F.embedding's backward is) and not while torch.compile traces (it would not trace it)."""
+    link = None
+
+    @classmethod
+    def adopt(cls, table: torch.nn.Embedding) -> "LinkedEmbedding":
+        """table, re-classed in place: the same weight Parameter, shared with the tied head."""
+        table.__class__ = cls
+        return table
+
+    def forward(self, ids):
+        if ids.device.type == "cpu" and torch.is_grad_enabled() and not torch.compiler.is_compiling():
+            self.link = GradLink()
+            return tied_lookup(ids, self.weight, self.link)
+        self.link = None
+        return F.embedding(ids, self.weight)
+
+    def take_link(self):
+        """The link of this forward's lookup, handed to the head once (None if the lookup made none)."""
+        link, self.link = self.link, None
+        return link

@@ -1,19 +1,19 @@
 """
 LEV computed fast: FastLEV has lev.LEV's parameters and computes the same function (to float rounding), with the
-machinery below; lev.py keeps the math and does not import this file. Every path here is checked against the slow
-per-token reference in values and gradients (tests/test_lev.py, tests/test_fast.py); `python bench.py` times them.
+machinery below; lev.py keeps the math and does not import this file. fast.accelerate turns a model's LEV into a
+FastLEV (fast/__init__.py). Every path here is checked against the slow per-token reference in values and gradients
+(tests/test_lev.py, tests/test_fast.py); `python bench.py` times them.
 
   FastLEV          lev.LEV with the fast paths: each distinct id of a batch once (unique, then gather), steps 2-3's
                    matmul on the codebook rows (projected_seed), step 3's tail in C++ (squash), steps 4-6 fused
-                   (spline_product), step 7 on padded rows (pad_rows), a materialised table for evaluation
+                   (spline_product), step 7 on padded rows (pad_rows), a materialised table in evaluation
   squash           step 3 after the matmul (LayerNorm, per-head affine, sigmoid) in one C++ pass (CPU)
   spline_product   steps 4-6 fused on the <= 3 non-zero spline weights, phi (N, h, d_s, r) never stored:
                    "cpp"   lev_kernel.cpp (CPU), compiled on first use, registered as custom ops so that
                            torch.compile sees opaque calls;
                    "torch" chunks of ids in PyTorch (any device, the GPU path): memory bounded by
                            CHUNK_ELEMENTS per chunk (CHUNK_GPU_ELEMENTS off a CPU) plus u (N, h, d_s), however
-                           many distinct ids N a batch has; in a compiled model off a CPU each chunk runs
-                           compiled (COMPILE_CHUNKS)
+                           many distinct ids N a batch has; in a compiled model off a CPU each chunk runs compiled
   projected_seed   steps 2-3's matmul on the k b codebook rows instead of on each id's seed z
   TableCache       rows of the V x D table G(0..V-1), computed once for evaluation and sampling, forgotten
                    whenever the weights may have changed
@@ -31,9 +31,6 @@ from fast import native
 CHUNK_ELEMENTS = 1 << 23   # the torch path's phi holds at most this many numbers per chunk (32 MB in float32)
 # on a GPU, where each chunk costs a few hundred kernel launches, this many (256 MB; docs/performance.md, "On a GPU")
 CHUNK_GPU_ELEMENTS = 1 << 26
-# in a compiled model off a CPU, the torch path's chunks run compiled too: inductor fuses their elementwise
-# steps, which eager runs one kernel each (docs/performance.md, "On a GPU")
-COMPILE_CHUNKS = True
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -89,24 +86,16 @@ def projected_seed(c: torch.Tensor, codebooks: torch.Tensor, W: torch.Tensor, co
 # ----------------------------------------------------------------------------------------------------
 # Steps 4-6 fused
 
-def spline_product(u: torch.Tensor, delta: torch.Tensor, normalize: bool = True, eps: float = 1e-9,
-                   kernel: str = "auto", compiled: bool = False) -> torch.Tensor:
+def spline_product(u: torch.Tensor, delta: torch.Tensor, normalize: bool, eps: float, kernel: str = "torch",
+                   compiled: bool = False) -> torch.Tensor:
     """M_{l,m} = prod_p sum_{j<3} w_{l,p,j} S_{l,p,idx_{l,p,j},m} with S = 1 + delta, (idx, w) =
     lev.bspline_basis_sparse(u), in log space as lev.separable_product. u (N, h, d_s); delta (h, d_s, kappa, r)
     -> M (N, h, r). The C++ kernel adds the 1 on the fly (S, 4 MB at the defaults, is never formed).
-    kernel: "cpp" (CPU), "torch" (any device), "auto" (cpp for CPU tensors when it builds, else torch).
-    compiled: the caller is being compiled, so the torch path's chunks run compiled too (chunk_function)."""
+    kernel: "cpp" (CPU tensors) or "torch" (any device).
+    compiled: the caller is being compiled, so the torch path's chunks run compiled too (off a CPU)."""
     if use_cpp(kernel, u):
         return cpp_spline_product(u.contiguous(), delta.contiguous(), normalize, eps)   # (N, h, r)
-    log_mag, sign = torch_log_product(u, 1.0 + delta, normalize, eps, compiled)     # (N, h, r) x2
-    return sign * torch.exp(log_mag)
-
-
-def chunks(N: int, S: torch.Tensor):
-    """Ranges of ids whose phi (n, h, d_s, r) holds about CHUNK_ELEMENTS numbers (CHUNK_GPU_ELEMENTS off a CPU)."""
-    h, d_s, _, r = S.shape
-    n = max(1, (CHUNK_ELEMENTS if S.device.type == "cpu" else CHUNK_GPU_ELEMENTS) // (h * d_s * r))
-    return [(a, min(a + n, N)) for a in range(0, N, n)] or [(0, 0)]
+    return chunked_spline_product(u, 1.0 + delta, normalize, eps, compiled)
 
 
 def chunk_log_product(u, S, normalize, eps):
@@ -123,59 +112,55 @@ def chunk_log_product(u, S, normalize, eps):
 
 @functools.lru_cache(maxsize=None)
 def compiled_chunk_log_product():
-    """chunk_log_product under torch.compile (made once; compiled on its first call), with the number of ids as a
-    dynamic size."""
+    """chunk_log_product under torch.compile (made once; compiled on its first call), one graph for every number of
+    ids: off a CPU inductor fuses a chunk's elementwise steps, which eager runs one kernel each."""
     fn = torch.compile(chunk_log_product)
 
     def run(u, S, normalize, eps):
-        torch._dynamo.maybe_mark_dynamic(u, 0)           # the number of ids varies: one graph for every chunk size
+        torch._dynamo.maybe_mark_dynamic(u, 0)
         return fn(u, S, normalize, eps)
     return run
 
 
-def chunk_function(device: torch.device, compiled: bool):
-    """The function that runs the torch path's chunks on device: chunk_log_product, compiled
-    (compiled_chunk_log_product) when the model around it is compiled, off a CPU, if COMPILE_CHUNKS."""
-    if not (compiled and COMPILE_CHUNKS and device.type != "cpu"):
-        return chunk_log_product
-    return compiled_chunk_log_product()
+@torch.compiler.disable
+def chunked_spline_product(u, S, normalize, eps, compiled=False):
+    """The torch path: steps 4-6 chunk by chunk of ids, run eagerly even inside a compiled model (a loop over a
+    data-dependent N does not trace), so its memory stays bounded under torch.compile too."""
+    return ChunkedSplineProduct.apply(u, S, normalize, eps, compiled)
 
 
-class TorchLogProduct(torch.autograd.Function):
-    """Steps 4-6 chunk by chunk, saving only u and S: the backward recomputes each chunk's small graph and
+class ChunkedSplineProduct(torch.autograd.Function):
+    """u (N, h, d_s), S (h, d_s, kappa, r) -> M (N, h, r), chunk by chunk (about CHUNK_ELEMENTS numbers of phi each,
+    CHUNK_GPU_ELEMENTS off a CPU), saving only u, S and M: the backward recomputes each chunk's small graph and
     differentiates it (activation checkpointing per chunk), so no phi-sized tensor outlives its chunk."""
 
     @staticmethod
     def forward(ctx, u, S, normalize, eps, compiled):
+        h, d_s, _, r = S.shape
+        n = max(1, (CHUNK_ELEMENTS if S.device.type == "cpu" else CHUNK_GPU_ELEMENTS) // (h * d_s * r))
+        fn = compiled_chunk_log_product() if compiled and u.device.type != "cpu" else chunk_log_product
+        M = u.new_empty(u.shape[0], h, r)                                            # (N, h, r)
         with torch.no_grad():
-            fn = chunk_function(u.device, compiled)
-            parts = [fn(u[a:b], S, normalize, eps) for a, b in chunks(u.shape[0], S)]
-        ctx.save_for_backward(u, S)
-        ctx.normalize, ctx.eps, ctx.compiled = normalize, eps, compiled
-        sign = torch.cat([s for _, s in parts])                                      # (N, h, r)
-        ctx.mark_non_differentiable(sign)
-        return torch.cat([m for m, _ in parts]), sign                                # (N, h, r) x2
+            for a in range(0, u.shape[0], n):
+                log_mag, sign = fn(u[a:a + n], S, normalize, eps)
+                M[a:a + n] = sign * torch.exp(log_mag)
+        ctx.save_for_backward(u, S, M)
+        ctx.normalize, ctx.eps, ctx.n, ctx.fn = normalize, eps, n, fn
+        return M
 
     @staticmethod
     @torch.autograd.function.once_differentiable
-    def backward(ctx, grad_log_mag, _):
-        u, S = ctx.saved_tensors
-        grad_u, grad_S, fn = torch.zeros_like(u), torch.zeros_like(S), chunk_function(u.device, ctx.compiled)
-        for a, b in chunks(u.shape[0], S):
+    def backward(ctx, grad_M):
+        u, S, M = ctx.saved_tensors
+        grad_u, grad_S = torch.zeros_like(u), torch.zeros_like(S)
+        for a in range(0, u.shape[0], ctx.n):                                        # dM/dlog|M| = M
             with torch.enable_grad():
-                u_c, S_c = u[a:b].detach().requires_grad_(), S.detach().requires_grad_()
-                log_mag, _ = fn(u_c, S_c, ctx.normalize, ctx.eps)
-                gu, gS = torch.autograd.grad(log_mag, (u_c, S_c), grad_log_mag[a:b])
-            grad_u[a:b] = gu
+                u_c, S_c = u[a:a + ctx.n].detach().requires_grad_(), S.detach().requires_grad_()
+                log_mag, _ = ctx.fn(u_c, S_c, ctx.normalize, ctx.eps)
+                gu, gS = torch.autograd.grad(log_mag, (u_c, S_c), grad_M[a:a + ctx.n] * M[a:a + ctx.n])
+            grad_u[a:a + ctx.n] = gu
             grad_S += gS
         return grad_u, grad_S, None, None, None
-
-
-@torch.compiler.disable
-def torch_log_product(u, S, normalize, eps, compiled=False):
-    """The torch path, its chunk loop run eagerly even inside a compiled model (a loop over a data-dependent N does
-    not trace), so its memory stays bounded under torch.compile too; compiled: each chunk runs compiled code."""
-    return TorchLogProduct.apply(u, S, normalize, eps, compiled)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -183,14 +168,15 @@ def torch_log_product(u, S, normalize, eps, compiled=False):
 
 def cpp_kernel(required: bool = True):
     """lev_kernel.cpp, compiled on first use (native.py); None if it cannot be built and not required."""
-    return native.load("lev_kernel.cpp", required, fallback="the PyTorch path (--lev-kernel=torch)")
+    return native.load("lev_kernel.cpp", required, fallback="LEV's PyTorch path")
 
 
 def use_cpp(kernel: str, t: torch.Tensor) -> bool:
-    """Whether kernel (native.KERNELS) runs the C++ kernel on t: "cpp" (an error if it cannot be built), "torch", or
-    "auto" (C++ for CPU tensors when it builds)."""
-    if kernel == "auto":
-        return t.device.type == "cpu" and cpp_kernel(required=False) is not None
+    """Whether kernel (native.KERNELS) runs the C++ kernel on t: "cpp" (CPU tensors; an error if it cannot be built
+    or t is elsewhere) or "torch"."""
+    native.check_kernel(kernel)
+    if kernel == "cpp" and t.device.type != "cpu":
+        raise ValueError(f"kernel='cpp' runs on CPU tensors; got one on {t.device} (use kernel='torch').")
     return kernel == "cpp" and cpp_kernel(required=True) is not None
 
 
@@ -244,52 +230,50 @@ cpp_spline_product.register_autograd(_cpp_backward, setup_context=_cpp_setup_con
 
 
 # Step 3's LayerNorm, per-head affine and sigmoid (lev.squash) fused in the C++ kernel, as custom ops too.
-LN_EPS = 1e-5   # F.layer_norm's default, which lev.squash uses
 
-
-def squash(x: torch.Tensor, ln_weight, ln_bias, temperature: float, kernel: str = "auto") -> torch.Tensor:
+def squash(x: torch.Tensor, ln_weight, ln_bias, temperature: float, ln_eps: float, kernel: str = "torch") -> torch.Tensor:
     """lev.squash: x (N, h, d_s) -> u = sigmoid( LN_l(x) / temperature ) (N, h, d_s), in one C++ pass forward and
-    one backward (kernel "cpp", or "auto" on a CPU when the kernel builds; PyTorch makes five passes and five
-    back). Without a LayerNorm, or with kernel "torch", it is lev.squash itself."""
+    one backward with kernel "cpp" (PyTorch makes five passes and five back). Without a LayerNorm, or with kernel
+    "torch", it is lev.squash itself."""
     if ln_weight is None or not use_cpp(kernel, x):
-        return lev.squash(x, ln_weight, ln_bias, temperature)
-    return cpp_squash(x.contiguous(), ln_weight.contiguous(), ln_bias.contiguous(), float(temperature))
+        return lev.squash(x, ln_weight, ln_bias, temperature, ln_eps)
+    return cpp_squash(x.contiguous(), ln_weight.contiguous(), ln_bias.contiguous(), float(temperature), float(ln_eps))
 
 
 @torch.library.custom_op("lev::squash", mutates_args=(), device_types="cpu")
-def cpp_squash(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, temperature: float) -> torch.Tensor:
+def cpp_squash(x: torch.Tensor, w: torch.Tensor, b: torch.Tensor, temperature: float, ln_eps: float) -> torch.Tensor:
     """x (N, h, d_s), w and b (h, d_s) -> u (N, h, d_s)."""
-    return cpp_kernel().squash_fwd(x, w, b, temperature, LN_EPS)
+    return cpp_kernel().squash_fwd(x, w, b, temperature, ln_eps)
 
 
 @torch.library.custom_op("lev::squash_backward", mutates_args=(), device_types="cpu")
 def cpp_squash_backward(grad_u: torch.Tensor, x: torch.Tensor, u: torch.Tensor, w: torch.Tensor,
-                        temperature: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                        temperature: float, ln_eps: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """dL/dx (N, h, d_s), dL/dw and dL/db (h, d_s) from dL/du; mean and rstd are recomputed from x."""
-    grad_x, grad_w, grad_b = cpp_kernel().squash_bwd(grad_u, x, u, w, temperature, LN_EPS)
+    grad_x, grad_w, grad_b = cpp_kernel().squash_bwd(grad_u, x, u, w, temperature, ln_eps)
     return grad_x, grad_w, grad_b
 
 
 @cpp_squash.register_fake
-def _(x, w, b, temperature):
+def _(x, w, b, temperature, ln_eps):
     return torch.empty_like(x)
 
 
 @cpp_squash_backward.register_fake
-def _(grad_u, x, u, w, temperature):
+def _(grad_u, x, u, w, temperature, ln_eps):
     return torch.empty_like(x), torch.empty_like(w), torch.empty_like(w)
 
 
 def _squash_setup_context(ctx, inputs, output):
-    x, w, b, temperature = inputs
+    x, w, b, temperature, ln_eps = inputs
     ctx.save_for_backward(x, output, w)
-    ctx.temperature = temperature
+    ctx.temperature, ctx.ln_eps = temperature, ln_eps
 
 
 def _squash_backward(ctx, grad_u):
     x, u, w = ctx.saved_tensors
-    grad_x, grad_w, grad_b = cpp_squash_backward(grad_u.contiguous(), x, u, w, ctx.temperature)
-    return grad_x, grad_w, grad_b, None
+    grad_x, grad_w, grad_b = cpp_squash_backward(grad_u.contiguous(), x, u, w, ctx.temperature, ctx.ln_eps)
+    return grad_x, grad_w, grad_b, None, None
 
 
 cpp_squash.register_autograd(_squash_backward, setup_context=_squash_setup_context)
@@ -298,16 +282,14 @@ cpp_squash.register_autograd(_squash_backward, setup_context=_squash_setup_conte
 # ----------------------------------------------------------------------------------------------------
 # The materialised table
 
-OPTIMIZER_STEPS = [0]   # optimizer steps taken in this process, by any torch optimizer
+OPTIMIZER_STEPS = [0]   # optimizer steps taken in this process, by any torch optimizer, once a FastLEV exists
 
 
-def _count_step(optimizer, args, kwargs):
-    OPTIMIZER_STEPS[0] += 1
-
-
-# Fused optimizers (AdamW(fused=True), the default on CUDA here) write parameters without bumping their
-# version counters, so every optimizer step is counted here too.
-register_optimizer_step_post_hook(_count_step)
+@functools.lru_cache(maxsize=None)
+def count_optimizer_steps():
+    """Count every optimizer step from now on (once per process, when the first FastLEV is made): fused optimizers
+    (AdamW(fused=True), this project's default) write parameters without bumping their version counters."""
+    register_optimizer_step_post_hook(lambda optimizer, args, kwargs: OPTIMIZER_STEPS.__setitem__(0, OPTIMIZER_STEPS[0] + 1))
 
 
 class TableCache:
@@ -326,7 +308,7 @@ class TableCache:
         self.rows = self.filled = self.key = None
 
     @torch.no_grad()
-    def lookup(self, module, ids: torch.Tensor, chunk_size: int = 1024) -> torch.Tensor:
+    def lookup(self, module, ids: torch.Tensor) -> torch.Tensor:
         """module.generate's rows for ids (any shape) -> (..., D), without autograd."""
         key = (OPTIMIZER_STEPS[0], ids.device, tuple((p.data_ptr(), p._version) for p in module.parameters()))
         if self.key != key:
@@ -339,10 +321,10 @@ class TableCache:
         missing = flat[~self.filled[flat]]                    # usually empty: then 3 cheap ops, no LEV work
         if missing.numel():
             missing = torch.unique(missing)
-            for chunk in missing.split(chunk_size):
+            for chunk in missing.split(lev.CHUNK_IDS):
                 self.rows[chunk] = module.generate(chunk).to(self.rows.dtype)
             self.filled[missing] = True
-        return torch.nn.functional.embedding(ids, self.rows)
+        return F.embedding(ids, self.rows)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -350,51 +332,49 @@ class TableCache:
 
 class FastLEV(lev.LEV):
     """lev.LEV computed fast: the same parameters (checkpoints interchange) and the same function, to float rounding.
+    kernel (native.KERNELS): steps 3-6 in C++ ("cpp", CPU) or in PyTorch ("torch", any device).
+    FastLEV.adopt(lev) turns a LEV into one in place, keeping its parameter tensors (fast.accelerate does)."""
 
-    kernel        native.KERNELS: steps 3-6 in C++ ("cpp", CPU), in PyTorch ("torch", any device), or "auto"
-    The other switches exist to measure and test each fast path alone (bench.py, tests/test_fast.py):
-    dedup         each distinct id of a batch once, then gathered back to its positions
-    sparse_basis  steps 4-6 fused on the <= 3 non-zero basis weights (spline_product); False: as written
-    project_seed  steps 2-3's matmul on the codebook rows (projected_seed); False: on each id's seed z
-    """
-
-    def __init__(self, cfg: lev.LEVConfig, kernel: str = "auto", dedup: bool = True, sparse_basis: bool = True,
-                 project_seed: bool = True):
+    def __init__(self, cfg: lev.LEVConfig, kernel: str = "torch"):
         super().__init__(cfg)
-        if kernel not in native.KERNELS:
-            raise ValueError(f"kernel must be one of {', '.join(native.KERNELS)}; got {kernel!r}.")
-        self.kernel, self.dedup, self.sparse_basis, self.project_seed = kernel, dedup, sparse_basis, project_seed
-        self._table = TableCache()                                       # rows of G(0..V-1) for evaluation
+        self.setup(kernel)
+
+    @classmethod
+    def adopt(cls, module: lev.LEV, kernel: str = "torch") -> "FastLEV":
+        """module, re-classed in place as a FastLEV: the same Parameter objects, so an optimizer made on it, a
+        checkpoint and any tensor shared with it stay valid."""
+        module.__class__ = cls
+        module.setup(kernel)
+        return module
+
+    def setup(self, kernel: str):
+        native.check_kernel(kernel)
+        self.kernel, self._table = kernel, TableCache()                  # rows of G(0..V-1) for evaluation
+        count_optimizer_steps()
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids (B, T) int64 -> embeddings (B, T, D) float32."""
+        """ids (B, T) int64 -> embeddings (B, T, D) float32: each distinct id once; in eval mode without gradients,
+        rows of the materialised table."""
         lev.check_ids(ids, self.cfg.vocab_size, "LEV")
-        if self.dedup:                                                             # each distinct id once
-            uniq, inverse = unique(ids)                                            # (U,), (B, T) into uniq
-            return F.embedding(inverse, self.generate(uniq))                       # (B, T, D)  rows uniq[inverse]
-        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                 # (B, T, D)
+        if not self.training and not torch.is_grad_enabled():
+            return self._table.lookup(self, ids)
+        uniq, inverse = unique(ids)                                                # (U,), (B, T) into uniq
+        return F.embedding(inverse, self.generate(uniq))                           # (B, T, D)  rows uniq[inverse]
 
     def coordinates(self, ids: torch.Tensor) -> torch.Tensor:
-        """Steps 0-3: ids (N) -> u (N, h, d_s) in the unit cube, float32."""
+        """Steps 0-3: ids (N) -> u (N, h, d_s) in the unit cube, float32; W_l z without forming z."""
         cfg, p, perm = self.cfg, self.float32_params(), getattr(self, "perm", None)
-        ln = (p.get("ln_weight"), p.get("ln_bias"), cfg.temperature)
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            if self.project_seed:                                                  # W_l z without forming z
-                x = projected_seed(lev.id_digits(ids, cfg, perm), p["codebooks"], p["W"], cfg.seed_combine)
-                return squash(x, *ln, self.kernel)                                 # (N, h, d_s)  lev.squash, fused
-            return lev.unit_cube(lev.digit_seed(ids, p["codebooks"], cfg, perm), p["W"], *ln)  # steps 2, 3 as written
+            x = projected_seed(lev.id_digits(ids, cfg, perm), p["codebooks"], p["W"], cfg.seed_combine)
+            return squash(x, p.get("ln_weight"), p.get("ln_bias"), cfg.temperature, cfg.ln_eps, self.kernel)
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
         """Steps 0-7 for every entry of ids (N) -> e (N, D) float32 (no deduplication here)."""
         cfg, p = self.cfg, self.float32_params()
         u = self.coordinates(ids)                                                  # (N, h, d_s)
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            if self.sparse_basis:                                                  # steps 4-6 fused, phi never stored
-                M = spline_product(u, p["delta"], cfg.basis_norm, cfg.eps, self.kernel,  # S = 1 + delta
-                                   compiled=torch.compiler.is_compiling())                # under torch.compile
-            else:                                                                  # steps 4, 5, 6 as written
-                phi = lev.coefficients(lev.bspline_basis(u, cfg.kappa, cfg.basis_norm), 1.0 + p["delta"])
-                M = lev.separable_product(phi, cfg.eps)                            # (N, h, r)
+            M = spline_product(u, p["delta"], cfg.basis_norm, cfg.eps, self.kernel,   # S = 1 + delta
+                               compiled=torch.compiler.is_compiling())               # (N, h, r)
             M = pad_rows(M)                                                        # (N', h, r): shapes repeat
             return lev.merge_heads(M, p["W_out"])[: ids.shape[0]]                  # (N, D)
 

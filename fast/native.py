@@ -20,7 +20,13 @@ import zlib
 from util.runtime import cpu_flags
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-KERNELS = ("auto", "cpp", "torch")   # a fast path's code: C++ (CPU), PyTorch (any device), or auto (C++ on a CPU if it builds)
+KERNELS = ("cpp", "torch")   # a fast path's code: C++ (CPU) or PyTorch (any device); fast.accelerate picks one
+
+
+def check_kernel(kernel: str):
+    """A clear error for a kernel name that is not one of KERNELS."""
+    if kernel not in KERNELS:
+        raise ValueError(f"kernel must be one of {', '.join(KERNELS)}; got {kernel!r}.")
 BUILT = {}   # source file name -> (the extension module, or None; the error, or None), once per process
 FLAGS = ["-O3", "-march=native", "-ffast-math", "-fopenmp", "-mprefer-vector-width=512"]
 

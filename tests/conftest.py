@@ -1,8 +1,49 @@
-"""Shared test set-up: make the project root importable. Tests read nothing outside the repository: they use the
-embedded default dataset (Python's own docs) or text they write themselves."""
+"""Shared test set-up: make the project root importable; build the C++ kernels once, for the tests that ask for them.
+
+Tests read nothing outside the repository: they use the embedded default dataset (Python's own docs) or text they
+write themselves. A test that uses the C++ kernels asks for the `cpp_kernels` fixture, which builds both once per
+session (minutes the first time on a machine) and marks the test slow; every other test runs the PyTorch paths and
+compiles nothing, so `pytest -m "not slow"` builds no kernel."""
 import os
 import sys
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 if ROOT not in sys.path:
     sys.path.insert(0, ROOT)
+
+KERNEL_SOURCES = ("lev_kernel.cpp", "head_kernel.cpp")
+
+
+@pytest.fixture(scope="session")
+def cpp_kernels() -> bool:
+    """Both C++ kernels, built (or loaded from the build cache) once per session; False where they cannot be."""
+    from fast import native
+    return all(native.load(src, required=False) is not None for src in KERNEL_SOURCES)
+
+
+def pytest_collection_modifyitems(items):
+    for item in items:
+        if "cpp_kernels" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def native_load():
+    """A quick test that exercises fast/native.py's load itself, with the build faked: it keeps the real load."""
+
+
+@pytest.fixture(autouse=True)
+def quick_tests_use_no_kernel(request, monkeypatch):
+    """In a test not marked slow the kernels are unavailable, as on a machine without a compiler: fast.accelerate
+    then picks the PyTorch paths, and nothing is compiled."""
+    if request.node.get_closest_marker("slow") or "native_load" in request.fixturenames:
+        return
+    from fast import native
+
+    def load(source, required=True, fallback="the PyTorch path"):
+        if required:
+            raise RuntimeError(f"{source}: the quick tests use no C++ kernel (a test that does asks for cpp_kernels)")
+        return None
+    monkeypatch.setattr(native, "load", load)

@@ -62,7 +62,8 @@ SCRIPTS = {  # script -> (module, its config dataclasses, flags it leaves out)
     "data/prepare.py": ("data.prepare", ["PrepareConfig"], []), "data/loader.py": ("data.loader", ["ShowConfig"], []),
     "data/sources.py": ("data.sources", ["CountConfig"], []),
     "experiments/reproduce.py": ("experiments.reproduce", ["ReproduceConfig"], []),
-    "experiments/gpu_check.py": ("experiments.gpu_check", ["CheckConfig"], []),
+    "experiments/sweep.py": ("experiments.sweep", ["SweepConfig"], []),
+    "benchmarks/gpu_check.py": ("benchmarks.gpu_check", ["CheckConfig"], []),
 }
 
 

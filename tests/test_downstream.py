@@ -11,6 +11,7 @@ import torch
 import evaluate
 import train
 from analysis import downstream
+from fast import load_model
 from data.tokenizers import get_tokenizer
 from util import checkpoint, presets
 
@@ -51,7 +52,7 @@ def run(tmp_path_factory):
 def own_loglikelihoods(run_dir, context, choices):
     """log p(" " + choice | context) for each choice, from the project's model and tokenizer directly."""
     ckpt = checkpoint.load(os.path.join(run_dir, "ckpt.pt"))
-    model = checkpoint.model_from_checkpoint(ckpt)
+    model = load_model(ckpt)
     tok = get_tokenizer("gpt2")
     out = []
     for choice in choices:

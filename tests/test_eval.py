@@ -17,6 +17,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from fast import load_model
 from util import checkpoint
 import evaluate
 from analysis import lambada
@@ -324,7 +325,7 @@ def test_seen_count_buckets_match_a_direct_computation(tiny_runs):
                 for t in y.ravel():
                     seen[t] += 1
         with torch.no_grad():
-            logits = checkpoint.model_from_checkpoint(ckpt)(torch.from_numpy(xs))[0]   # (W, T, V)
+            logits = load_model(ckpt)(torch.from_numpy(xs))[0]                    # (W, T, V)
         loss[lab] = nn.functional.cross_entropy(logits.flatten(0, 1).float(), torch.from_numpy(ys).flatten(),
                                                 reduction="none").view(ys.shape).double().numpy()
         bucket[lab] = np.array([[sum(int(seen[t]) >= e for e in edges) for t in row] for row in ys])
@@ -393,14 +394,14 @@ def test_one_model_in_memory_at_a_time(tiny_runs, tmp_path, monkeypatch):
     assert tensors_in(vars(run)) == 0 and run.meta["step"] == 6 and run.emb == "lev"
     assert tensors_in(checkpoint.load(str(r / "lev_s1" / "ckpt.pt"))) > 10          # what it leaves out
     alive, before = weakref.WeakSet(), []
-    build = checkpoint.model_from_checkpoint
+    build = evaluate.build_model
 
     def tracked(ckpt, device="cpu"):
         before.append(len(alive))                                             # models alive when one more is built
         model = build(ckpt, device)
         alive.add(model)
         return model
-    monkeypatch.setattr(checkpoint, "model_from_checkpoint", tracked)
+    monkeypatch.setattr(evaluate, "build_model", tracked)
     evaluate.main(["--runs", *(str(r / n) for n in ("tied_s1", "tied_s2", "lev_s1")), "--bootstrap", "20",
                    "--json", str(tmp_path / "e.json"), "--plots", str(tmp_path / "plots")])
     assert len(before) == 3 + 2 and before == [0] * 5                          # 3 runs scored, 2 groups drawn

@@ -1,4 +1,5 @@
-"""export.py: every arm's input table, and trained runs that transformers' LlamaForCausalLM reproduces exactly."""
+"""export.py (analysis/hf_export.py): every arm's input table, and trained runs that transformers' LlamaForCausalLM
+reproduces exactly."""
 import json
 import os
 import subprocess
@@ -12,12 +13,14 @@ import pytest
 import torch
 import transformers
 
-from util import checkpoint
 import export
+import model as model_mod
 import train
+from analysis import hf_export
 from conftest import ROOT
+from fast import load_model
 from model import EMB_CHOICES, GPT, GPTConfig, rotary_tables
-from util import presets
+from util import checkpoint, presets
 
 transformers.utils.logging.disable_progress_bar()
 
@@ -25,7 +28,7 @@ TINY = ["--preset=tiny", "--log-interval=1", "--warmup-iters=2", "--lr=3e-3", "-
 
 
 def tiny_config(**kw) -> GPTConfig:
-    return presets.gpt_config(presets.TINY, **kw)
+    return GPTConfig.from_preset(presets.TINY, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +44,7 @@ def fake_run(out_dir, cfg: GPTConfig, tokenizer: str):
     """A run directory with a ckpt.pt of an untrained model (for what needs no training)."""
     torch.manual_seed(0)
     model = GPT(cfg)
-    checkpoint.save(dict(model=model.state_dict(), step=0, model_args=asdict(cfg), tokens_seen=0,
+    checkpoint.save(dict(format=checkpoint.FORMAT, model=model.state_dict(), step=0, model_args=asdict(cfg), tokens_seen=0,
                          tokenizer=dict(name=tokenizer, vocab_size=cfg.vocab_size, meta=None)),
                     os.path.join(out_dir, "ckpt.pt"))
     return model.eval()
@@ -70,12 +73,13 @@ def max_logit_diff(model, hf, x):
 
 
 @pytest.mark.parametrize("emb", EMB_CHOICES)
-def test_input_table_is_the_input_map_on_every_id(emb):
+def test_input_table_is_the_input_map_on_every_id(emb, monkeypatch):
+    monkeypatch.setattr(model_mod, "CHUNK_IDS", 100)                              # chunks that do not divide V
     torch.manual_seed(0)
     model = GPT(tiny_config(vocab_size=257, emb=emb))
     ids = torch.arange(257)[None]                                                  # (1, V)
     slow = model.embed(ids)[0].detach()                                            # (V, D): the training path
-    table = model.eval().input_table(chunk_size=100)                       # chunks that do not divide V
+    table = model.eval().input_table()
     assert table.shape == (257, 32) and table.dtype == torch.float32
     torch.testing.assert_close(table, slow, rtol=0, atol=1e-6)
     table.zero_()                                                                  # a copy, not the model's storage
@@ -98,17 +102,17 @@ def test_trained_run_round_trips_through_transformers(dataset, tmp_path, emb, ca
 
     cfg = json.load(open(os.path.join(dest, "config.json")))
     assert cfg["tie_word_embeddings"] == (emb == "tied") and cfg["bos_token_id"] == cfg["eos_token_id"] == 256
-    assert cfg["intermediate_size"] == 128 and cfg["head_dim"] == 16 and cfg["max_position_embeddings"] == export.MIN_POSITIONS and cfg["trained_context"] == 32
+    assert cfg["intermediate_size"] == 128 and cfg["head_dim"] == 16 and cfg["max_position_embeddings"] == hf_export.MIN_POSITIONS and cfg["trained_context"] == 32
     assert "step 6" in open(os.path.join(dest, "README.md")).read()
 
-    model = checkpoint.model_from_checkpoint(checkpoint.load(str(run / "ckpt.pt")))
+    model = load_model(checkpoint.load(str(run / "ckpt.pt")))
     hf = transformers.LlamaForCausalLM.from_pretrained(dest).eval()
     assert hf.dtype == torch.float32
     torch.testing.assert_close(hf.model.embed_tokens.weight.detach(), model.input_table(), rtol=0, atol=0)
     torch.testing.assert_close(hf.lm_head.weight.detach(), model.lm_head.weight.detach(), rtol=0, atol=0)
     gen = torch.Generator().manual_seed(1)
     x = torch.randint(257, (3, 32), generator=gen)
-    other = checkpoint.model_from_checkpoint(checkpoint.load(str(run / "ckpt.pt")))
+    other = load_model(checkpoint.load(str(run / "ckpt.pt")))
     other.rope_cos, other.rope_sin = rotary_tables(32, 16, 5000.0)
     with torch.no_grad():                                    # the test can see a rotary error: a wrong base moves
         ours = model(x)[0]                                   # the logits by 10x the tolerance below, or more
@@ -172,7 +176,7 @@ def test_tiktoken_exports_get_a_tokenizer_that_encodes_like_ours(name, tmp_path)
     that encodes real text exactly as data/tokenizers.py does, with the special tokens on their own ids."""
     from data.sources import pydoc_topics
     from test_data import play_text
-    export.write_tiktoken_tokenizer(str(tmp_path), name, 2048)
+    hf_export.write_tiktoken_tokenizer(str(tmp_path), name, 2048)
     from data.tokenizers import get_tokenizer
     hf, ours = transformers.AutoTokenizer.from_pretrained(str(tmp_path)), get_tokenizer(name)
     text = "\n".join(pydoc_topics()[0])[:300_000] + play_text(50_000) + " 1234567 3.14159 d\u00e9j\u00e0 vu \u4f60\u597d I'LL"

@@ -1,4 +1,4 @@
-"""experiments/gpu_check.py's dry run: every check at tiny sizes on the CPU must pass (a failure there is a bug in the check or
+"""benchmarks/gpu_check.py's dry run: every check at tiny sizes on the CPU must pass (a failure there is a bug in the check or
 in the code it checks), and one check that raises is recorded as failed while the others still run."""
 import json
 import subprocess
@@ -6,15 +6,14 @@ import sys
 
 import pytest
 
-from experiments import gpu_check
+from benchmarks import gpu_check
 from conftest import ROOT
 
 pytestmark = pytest.mark.slow
 
 
-@pytest.mark.slow
 def test_dry_run_every_check_ok(tmp_path):
-    p = subprocess.run([sys.executable, "-m", "experiments.gpu_check", "--dry-run", "--out", str(tmp_path)], cwd=ROOT,
+    p = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--dry-run", "--out", str(tmp_path)], cwd=ROOT,
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     report = json.loads((tmp_path / "report.json").read_text())
@@ -27,11 +26,13 @@ def test_dry_run_every_check_ok(tmp_path):
     pile = next(c for c in report["checks"] if c["name"] == "pile_train")["numbers"]
     assert pile["lev"]["val_loss"][-1] < pile["lev"]["val_loss"][0]
     tune = next(c for c in report["checks"] if c["name"] == "tune")["numbers"]
-    assert tune["tied"]["vs_default"] == tune["lev"]["vs_default"] == 1.0 and tune["lev chunk 2^28"]["step_ms"] > 0
-    assert tune["lev eager chunks"]["step_ms"] > 0
-    for arm in ("tied", "lev"):
+    assert tune["tied"]["vs_default"] == tune["lev"]["vs_default"] == 1.0
+    assert {"lev chunk 2^23", "lev chunk 2^28", "tied plain head", "lev plain head"} <= set(tune)   # every variant timed
+    assert not any("error" in v for v in tune.values()), tune
+    for arm in ("tied", "lev"):                                  # a step's top operators: the matmuls are among them
         prof = tune[f"profile_{arm}"]
-        assert prof["aten_calls"] > 0 and prof["top_ops"], prof
+        assert any(name.startswith(("aten::mm", "aten::addmm", "aten::bmm", "aten::linear")) for name, *_ in
+                   prof["top_ops"]), prof["top_ops"]
     md = (tmp_path / "report.md").read_text()
     assert all(f"| {name} |" in md for name in gpu_check.CHECKS) and md in p.stdout
 

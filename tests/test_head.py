@@ -8,6 +8,27 @@ from fast import head
 from fast import native
 from fast.head import default_chunk_size, linear_cross_entropy, plain_cross_entropy
 
+KERNELS = ["torch", pytest.param("cpp", marks=pytest.mark.slow)]   # the C++ rows: built once, in the slow tests
+
+
+def skip_without(kernel):
+    """Skip a "cpp" case where head_kernel.cpp cannot be built (no compiler)."""
+    if kernel == "cpp" and native.load("head_kernel.cpp", required=False) is None:
+        pytest.skip("head_kernel.cpp could not be built here")
+
+
+@pytest.fixture
+def linked_backwards(monkeypatch):
+    """[one bool per TiedLookup backward: whether it added its rows into the head's dL/dW (and so returned no
+    gradient of its own for W)]."""
+    seen, backward = [], head.TiedLookup.backward
+    def spy(ctx, grad):
+        out = backward(ctx, grad)
+        seen.append(ctx.needs_input_grad[1] and out[1] is None)
+        return out
+    monkeypatch.setattr(head.TiedLookup, "backward", staticmethod(spy))
+    return seen
+
 
 def data(N, D, V, dtype=torch.float64, scale=1.0, seed=0, lead=None):
     """x (N, D) (or lead + (D,)), W (V, D), targets; x and W require grad."""
@@ -74,10 +95,11 @@ def test_float32_matches_float64_reference(reduction):
     assert_matches_reference(x, W, targets, reduction, rtol=1e-5, atol=1e-6, chunk_size=16)
 
 
-@pytest.mark.parametrize("kernel", ["torch", "auto"])
+@pytest.mark.parametrize("kernel", KERNELS)
 def test_float32_logits_in_vocabulary_slices(monkeypatch, kernel):
     """head.block_logits computes float32 logits VOCAB_SLICE columns at a time into one buffer: the same numbers
     as one matmul, a last slice that is not full included; and the whole head still matches float64."""
+    skip_without(kernel)
     monkeypatch.setattr(head, "VOCAB_SLICE", 16)                             # V = 101: 6 full slices and 5 columns
     x, W, targets = data(50, 24, 101, dtype=torch.float32, seed=3)
     with torch.no_grad():
@@ -86,10 +108,11 @@ def test_float32_logits_in_vocabulary_slices(monkeypatch, kernel):
 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum"])
-@pytest.mark.parametrize("kernel", ["torch", "auto"])
+@pytest.mark.parametrize("kernel", KERNELS)
 def test_unit_upstream_gradient(reduction, kernel):
     """loss.backward() (upstream exactly 1, a training step's case) returns the gradients computed in forward without
     a scaling pass; with the C++ rows "mean" puts 1/N into the rows. Both equal the float64 reference."""
+    skip_without(kernel)
     x, W, targets = data(40, 16, 301, dtype=torch.float32, seed=4)
     linear_cross_entropy(x, W, targets, reduction, chunk_size=7, kernel=kernel).backward()
     x64, W64 = (t.detach().double().requires_grad_() for t in (x, W))
@@ -98,16 +121,27 @@ def test_unit_upstream_gradient(reduction, kernel):
     torch.testing.assert_close(W.grad, W64.grad.float(), rtol=1e-5, atol=1e-6)
 
 
-def test_default_chunk_size():
-    """Blocks hold CHUNK_BYTES of logits (C++ rows) or CHUNK_LOGITS (PyTorch's), but at least CHUNK_MIN_ROWS positions
-    while that stays under CHUNK_MAX_BYTES: at large V few positions would each pay a whole (V, D) sum."""
+@pytest.mark.parametrize("V", [300, 50257, 200019, 10 ** 9])
+@pytest.mark.parametrize("bytes_per_logit", [0, 2, 4])
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_default_chunk_size_keeps_a_block_under_its_budget(V, bytes_per_logit, device):
+    """A block holds at least one row, and no more logits than its budget (CHUNK_LOGITS or CHUNK_BYTES, raised to
+    CHUNK_MIN_ROWS rows at large V while that stays under CHUNK_MAX_BYTES; CHUNK_GPU_LOGITS off a CPU) unless one
+    row alone is over it; at large V it reaches CHUNK_MIN_ROWS rows when they fit."""
+    n = default_chunk_size(V, bytes_per_logit, device)
+    size = bytes_per_logit or 4                                             # PyTorch's rows: float32 copies
+    if device != "cpu":
+        budget = head.CHUNK_GPU_LOGITS * size
+    else:
+        base = head.CHUNK_BYTES if bytes_per_logit else head.CHUNK_LOGITS * size
+        budget = max(base, min(head.CHUNK_MIN_ROWS * V * size, head.CHUNK_MAX_BYTES))
+    assert n >= 1 and (n * V * size <= budget or n == 1)
+    if device == "cpu" and head.CHUNK_MIN_ROWS * V * size <= head.CHUNK_MAX_BYTES:
+        assert n >= head.CHUNK_MIN_ROWS
+
+
+def test_the_default_blocks_give_the_reference_loss():
     x, W, targets = data(20, 8, 301, dtype=torch.float32)
-    assert default_chunk_size(50257, 2) == 512                                # 333 by bytes alone (bf16, C++ rows)
-    assert default_chunk_size(50257) == default_chunk_size(50257, 4) == 512   # 166 and 166 by bytes alone
-    assert default_chunk_size(200019, 2) == 512                              # 83 by bytes alone
-    assert default_chunk_size(200019, 4) == 335                              # 512 would pass CHUNK_MAX_BYTES
-    assert default_chunk_size(10 ** 9) == 1                                  # no room for more than one row
-    assert default_chunk_size(200019, 2, "cuda") == default_chunk_size(200019, 0, "cuda") == 1342   # 1 GiB float32
     assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)
 
 
@@ -178,7 +212,7 @@ def tied_step(W, ids, targets, reduction, linked, loss_fn=linear_cross_entropy, 
 
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
-def test_tied_lookup_adds_its_rows_into_the_heads_gradient(reduction, dtype):
+def test_tied_lookup_adds_its_rows_into_the_heads_gradient(reduction, dtype, linked_backwards):
     """tied_lookup + linear_cross_entropy sharing a GradLink == F.embedding + the plain head: one dL/dW for both
     uses of W, with repeated ids, several blocks, and the link released after backward (autograd may keep it)."""
     _, W, targets = data(40, 8, 37, dtype=dtype)
@@ -187,13 +221,13 @@ def test_tied_lookup_adds_its_rows_into_the_heads_gradient(reduction, dtype):
     loss, gW, link = tied_step(W, ids, targets.view(2, 20), reduction, linked=True, chunk_size=7)
     ref_loss, ref_gW, _ = tied_step(W.double(), ids, targets.view(2, 20), reduction, linked=False,
                                     loss_fn=plain_cross_entropy)
-    assert link.added and link.grad_W is None
+    assert linked_backwards == [True] and link.grad_W is None
     tol = dict(rtol=1e-10, atol=1e-12) if dtype == torch.float64 else dict(rtol=1e-5, atol=1e-6)
     torch.testing.assert_close(loss.double(), ref_loss, **tol)
     torch.testing.assert_close(gW.double(), ref_gW, **tol)
 
 
-def test_tied_lookup_without_its_head_gives_the_dense_gradient():
+def test_tied_lookup_without_its_head_gives_the_dense_gradient(linked_backwards):
     """No loss through the linked head, or a head on another matrix: the lookup's own dense gradient, as F.embedding's."""
     _, W, targets = data(10, 6, 23)
     ids = torch.tensor([[1, 2, 2, 22]])
@@ -206,7 +240,7 @@ def test_tied_lookup_without_its_head_gives_the_dense_gradient():
         ref = (torch.nn.functional.embedding(ids, W2) ** 2).sum() if other is None else \
             linear_cross_entropy(torch.nn.functional.embedding(ids, W2), other.detach(), targets[:4].view(1, 4))
         ref.backward()
-        assert not link.added
+        assert linked_backwards.pop() is False
         torch.testing.assert_close(W1.grad, W2.grad)
 
 
@@ -313,17 +347,17 @@ def test_evaluation_under_no_grad():
 # ----------------------------------------------------------------------------------------------------
 # The C++ rows (head_kernel.cpp) against the PyTorch rows
 
-def cpp_rows_available():
-    return native.load("head_kernel.cpp", required=False) is not None
+@pytest.fixture
+def rows(cpp_kernels):
+    """head_kernel.cpp's module (the tests that use it are slow: it is built once per session)."""
+    if not cpp_kernels:
+        pytest.skip("head_kernel.cpp could not be built here")
+    return native.load("head_kernel.cpp")
 
 
-needs_cpp = pytest.mark.skipif(not cpp_rows_available(), reason="head_kernel.cpp could not be built here")
-
-
-@needs_cpp
 @pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
 @pytest.mark.parametrize("autocast", [False, True])
-def test_cpp_rows_match_torch_rows(reduction, autocast):
+def test_cpp_rows_match_torch_rows(reduction, autocast, rows):
     """Loss and both gradients with kernel="cpp" equal kernel="torch" (float32: to float rounding; bf16: up to
     one bf16 rounding of softmax - one-hot), with blocks that do not divide N and logits of both signs."""
     x, W, targets = data(45, 16, 301, dtype=torch.float32, scale=3.0, seed=4)
@@ -336,14 +370,12 @@ def test_cpp_rows_match_torch_rows(reduction, autocast):
         torch.testing.assert_close(o, r, **tol)
 
 
-@needs_cpp
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
-def test_cpp_rows_softmax_minus_onehot(dtype):
+def test_cpp_rows_softmax_minus_onehot(dtype, rows):
     """One block straight: dz = g (softmax - onehot) in z's dtype, as PyTorch computes and rounds it."""
     gen = torch.Generator().manual_seed(5)
     xc, Wc = torch.randn(7, 8, generator=gen).to(dtype), torch.randn(50, 8, generator=gen).to(dtype)
     y, g = torch.randint(0, 50, (7,), generator=gen), torch.rand(7, generator=gen) + 0.5
-    rows = native.load("head_kernel.cpp")
     loss, dz = head.block_loss(xc, Wc, y, torch.float32, True, g, rows)
     z = (xc @ Wc.t()).float()
     ref = g[:, None] * (torch.softmax(z, 1) - torch.nn.functional.one_hot(y, 50))
@@ -353,14 +385,12 @@ def test_cpp_rows_softmax_minus_onehot(dtype):
     assert (dz.float().sum(1)).abs().max() < 1e-2                             # each row sums to g (1 - 1) = 0
 
 
-@needs_cpp
-def test_cpp_rows_round_bf16_as_pytorch():
+def test_cpp_rows_round_bf16_as_pytorch(rows):
     """The bf16 rows write dz rounded to nearest even as PyTorch rounds: the same as the float32 rows on the same
     logits (widened exactly) with PyTorch's .to(bfloat16); also across ties, and for values that round up to inf."""
     gen = torch.Generator().manual_seed(8)
     z = (torch.randn(6, 3000, generator=gen) * 4).bfloat16()
     y, g = torch.randint(0, 3000, (6,), generator=gen), torch.rand(6, generator=gen) + 0.5
-    rows = native.load("head_kernel.cpp")
     zb, zf = z.clone(), z.float()
     loss_b, loss_f = rows.xent_rows_(zb, y, g, True), rows.xent_rows_(zf, y, g, True)
     torch.testing.assert_close(loss_b, loss_f, rtol=1e-6, atol=1e-6)
@@ -373,12 +403,10 @@ def test_cpp_rows_round_bf16_as_pytorch():
     assert torch.equal(one_hot_z[:, 0], gs.bfloat16())
 
 
-@needs_cpp
 @pytest.mark.parametrize("add", [False, True])
-def test_cpp_sum_into_is_float32_add(add):
+def test_cpp_sum_into_is_float32_add(add, rows):
     """rows.sum_into_ (a bf16 dL/dW slice into the float32 sum) gives bit for bit what PyTorch's add_ / copy_ give,
     over a size that does not divide the kernel's parallel grain."""
-    rows = native.load("head_kernel.cpp")
     gen = torch.Generator().manual_seed(6)
     dst, src = torch.randn(1000, 77, generator=gen), (torch.randn(1000, 77, generator=gen) * 100).bfloat16()
     ref = dst + src.float() if add else src.float()
@@ -390,13 +418,13 @@ def test_cpp_sum_into_is_float32_add(add):
         rows.sum_into_(dst, src[:-1], add)
 
 
-@needs_cpp
-def test_cpp_rows_errors():
+def test_cpp_rows_errors_and_where_they_do_not_apply(rows):
+    """A target out of range is an error; float64, where the C++ rows do not apply, gets PyTorch's rows."""
     x, W, targets = data(6, 4, 9, dtype=torch.float32)
     with pytest.raises(RuntimeError, match="out of bounds: the head has 9 classes"):
         linear_cross_entropy(x, W, torch.tensor([0, 1, 2, 9, 4, 5]), kernel="cpp")
-    with pytest.raises(ValueError, match="float32 or bfloat16"):
-        linear_cross_entropy(x.double(), W.double(), targets, kernel="cpp")
+    x64, W64 = (t.detach().double().requires_grad_() for t in (x, W))
+    assert_matches_reference(x64, W64, targets, "mean", rtol=1e-12, atol=1e-13, kernel="cpp")
     with pytest.raises(ValueError, match="kernel must be"):
         linear_cross_entropy(x, W, targets, kernel="fast")
 
@@ -406,8 +434,9 @@ def test_the_head_runs_eagerly_inside_a_compiled_model(monkeypatch):
     """torch.compile does not trace the chunked head: traced, its loops over blocks unrolled into graphs that grew
     with N and V (at o200k_base's V and 8192 positions, more than inductor compiled in 5 minutes). So the compiled
     graphs are the same for 1 block and for 8, and the compiled model's loss and gradients equal eager's."""
+    from fast import accelerate
     from model import GPT, GPTConfig
-    cfg = GPTConfig(vocab_size=300, block_size=16, n_layer=1, n_head=2, n_embd=16, emb="tied", head="chunked")
+    cfg = GPTConfig(vocab_size=300, block_size=16, n_layer=1, n_head=2, n_embd=16, emb="tied")
     ids = torch.randint(0, 300, (4, 17), generator=torch.Generator().manual_seed(0))
     nodes = {}
     for chunk in (64, 8):                                                    # 64 positions: 1 block, or 8 blocks
@@ -418,7 +447,7 @@ def test_the_head_runs_eagerly_inside_a_compiled_model(monkeypatch):
             graphs.append(len(gm.graph.nodes))
             return gm.forward
         torch.manual_seed(0)
-        model = GPT(cfg)
+        model = accelerate(GPT(cfg), "all")                                  # the blockwise head
         out = {}
         for name, fn in (("compiled", torch.compile(model, backend=count)), ("eager", model)):
             model.zero_grad()
@@ -431,6 +460,7 @@ def test_the_head_runs_eagerly_inside_a_compiled_model(monkeypatch):
     assert nodes[64] == nodes[8], nodes
 
 
+@pytest.mark.slow
 def test_a_kernel_that_cannot_be_built_warns_and_falls_back(tmp_path, monkeypatch):
     """native.load on a source that does not compile: one warning naming the fallback, None, and a
     RuntimeError that says what to install when the kernel is required; head.py then uses PyTorch's rows."""
@@ -442,11 +472,11 @@ def test_a_kernel_that_cannot_be_built_warns_and_falls_back(tmp_path, monkeypatc
         assert native.load("head_kernel.cpp", required=False) is None
     with pytest.raises(RuntimeError, match="Install a C\\+\\+ compiler"):
         native.load("head_kernel.cpp", required=True)
-    x, W, targets = data(6, 4, 9, dtype=torch.float32)
-    assert_matches_reference(x, W, targets, "mean", rtol=1e-5, atol=1e-6)     # "auto": the PyTorch rows
+    from fast import head_kernel
+    assert head_kernel("cpu") == "torch"                                    # accelerate's choice: PyTorch's rows
 
 
-def test_a_kernel_build_is_announced_whenever_one_happens(tmp_path, monkeypatch, capsys):
+def test_a_kernel_build_is_announced_whenever_one_happens(tmp_path, monkeypatch, capsys, native_load):
     """native.load says "compiling" when ninja will build: no .so yet, or a .so older than the source (after an
     edit, a git pull or a git checkout of it); not when the build is up to date. (torch's build is faked here.)"""
     import os

@@ -1,6 +1,7 @@
 """The shape of the repository: the design card at the root, imports that go one way, comments without machine
 names, tests that read nothing outside the repository."""
 import ast
+import json
 import os
 import re
 import subprocess
@@ -14,7 +15,16 @@ from conftest import ROOT
 ROOT_ENTRIES = {"README.md", "LICENSE", "requirements.txt", "requirements-dev.txt", "requirements-eval.txt",
                 "requirements-eval-data.txt", "constraints.txt", "pytest.ini",
                 ".gitignore", ".ci", "lev.py", "model.py", "train.py", "sample.py", "evaluate.py", "export.py",
-                "bench.py", "data", "tests", "notebooks", "docs", "experiments", "fast", "util", "analysis"}
+                "bench.py", "data", "tests", "notebooks", "docs", "experiments", "fast", "util", "analysis", "benchmarks"}
+# Imports go downward through these layers (a module imports its own layer or a lower one), and the folders of one
+# layer import each other in no loop: plumbing imports no model, the engine no command, a library no command.
+LAYERS = [("util",),                                  # plumbing: flags, devices, checkpoints' files, presets
+          ("lev", "model"),                           # the method and the model
+          ("fast", "data"),                           # the engine that computes the model fast; the data layer
+          ("analysis", "benchmarks"),                 # the commands' libraries: evaluation, export, timing, GPU checks
+          ("train", "sample", "evaluate", "export", "bench"),   # the commands at the root
+          ("experiments",)]                           # recipes of many commands
+LEVEL = {group: i for i, layer in enumerate(LAYERS) for group in layer}
 MACHINE_NAMES = re.compile(r"EP[Y]C|Xe[o]n|A[M]X", re.IGNORECASE)   # brackets: this line is no hit itself
 
 
@@ -39,8 +49,9 @@ def project_imports(path: str, modules: set) -> set:
         names = []
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module] + [f"{node.module}.{a.name}" for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:   # from pkg import submodule:
+            subs = [f"{node.module}.{a.name}" for a in node.names]                     # the submodule, not pkg
+            names = [n for n in subs if n in modules] + ([node.module] if any(n not in modules for n in subs) else [])
         found |= {n for n in names if n in modules}
     return found - {module_name(path)}
 
@@ -88,6 +99,39 @@ def test_imports_have_no_cycle():
             visit(m)
 
 
+def group(module: str) -> str:
+    """A module's place in LAYERS: its top folder, or its own name at the root."""
+    return module.split(".")[0]
+
+
+def folder_edges(graph: dict) -> set:
+    """{(group, group)}: which folders and root files import which (within a group aside)."""
+    return {(group(m), group(n)) for m, ns in graph.items() for n in ns if group(m) != group(n)}
+
+
+def test_imports_go_down_the_layers_and_folders_have_no_loop():
+    graph = import_graph()
+    edges = folder_edges(graph)
+    assert {group(m) for m in graph} <= set(LEVEL), f"a folder or root file without a layer: {set(map(group, graph)) - set(LEVEL)}"
+    upward = sorted((a, b) for a, b in edges if LEVEL[b] > LEVEL[a])
+    assert not upward, f"imports that go up the layers (util < lev, model < fast, data < analysis < commands): {upward}"
+    loops = sorted((a, b) for a, b in edges if (b, a) in edges)
+    assert not loops, f"folders that import each other: {loops}"
+
+
+@pytest.mark.parametrize("edge", [("util.checkpoint", "model"), ("analysis.axes", "experiments.reproduce"),
+                                  ("fast.native", "data.loader")])
+def test_the_layer_check_finds_a_wrong_import(monkeypatch, edge):
+    """The check above can fail: plumbing importing the model, a library importing a recipe, a loop between two
+    folders of one layer (fast <-> data, once data imports fast too)."""
+    graph = import_graph()
+    graph[edge[0]] = graph.get(edge[0], set()) | {edge[1]}
+    graph["data.loader"] = graph["data.loader"] | {"fast"}
+    monkeypatch.setattr(__import__(__name__), "import_graph", lambda: graph)
+    with pytest.raises(AssertionError, match="up the layers|import each other"):
+        test_imports_go_down_the_layers_and_folders_have_no_loop()
+
+
 def test_the_cycle_check_finds_a_cycle(monkeypatch):
     """The check above can fail: lev.py importing the fast path back is reported."""
     graph = import_graph()
@@ -104,16 +148,35 @@ def test_lev_py_is_the_method_alone():
     assert "lev" in graph["fast.lev_fast"]
 
 
+def readable_text(path: str) -> str:
+    """The text a reader sees in a file: a notebook's cell sources and text outputs (not its images' base64)."""
+    raw = open(os.path.join(ROOT, path), encoding="utf-8", errors="replace").read()
+    if not path.endswith(".ipynb"):
+        return raw
+    parts = []
+    for cell in json.loads(raw)["cells"]:
+        parts.append("".join(cell["source"]))
+        for out in cell.get("outputs", []):
+            parts.append("".join(out.get("text", "")))
+            parts += ["".join(v) for k, v in out.get("data", {}).items() if k.startswith("text/")]
+    return "\n".join(parts)
+
+
 def test_no_machine_names_outside_docs():
     """Measurements and machine names live in docs/ (with their commands), not in code, README or lessons."""
     hits = []
     for path in tracked():
         if path.startswith("docs/") or path.endswith((".png", ".jpg")):
             continue
-        text = open(os.path.join(ROOT, path), encoding="utf-8", errors="replace").read()
-        hits += [f"{path}: {m.group(0)}" for m in MACHINE_NAMES.finditer(text)]
-    assert not hits, (f"{hits}: move measurements and machine names to docs/performance.md; in a notebook's saved "
-                      f"figures (base64 text can spell a name by chance), save it with python -m util.notebooks")
+        hits += [f"{path}: {m.group(0)}" for m in MACHINE_NAMES.finditer(readable_text(path))]
+    assert not hits, f"{hits}: move measurements and machine names to docs/performance.md"
+
+
+def test_a_notebooks_images_are_not_read_as_text():
+    """The check reads a notebook's text, not its figures: base64 can spell anything, a sentence cannot hide."""
+    nb = os.path.join("notebooks", sorted(os.listdir(os.path.join(ROOT, "notebooks")))[0])
+    text = readable_text(nb)
+    assert "image/png" not in text and "import" in text
 
 
 def test_tests_read_nothing_outside_the_repository():

@@ -6,9 +6,10 @@ from dataclasses import replace
 import pytest
 import torch
 
+from fast import lev_fast
 from fast.lev_fast import FastLEV
-from lev import (LEV, LEVConfig, bspline_basis, bspline_basis_sparse, coefficients,
-                 digits, id_permutation, lev_base, lev_num_params)
+from lev import (LEV, LEVConfig, bspline_basis, bspline_basis_sparse, coefficients, digit_seed,
+                 digits, id_permutation, lev_base, lev_num_params, unit_cube)
 
 SMALL = LEVConfig(vocab_size=30, n_embd=6, k=2, d_seed=4, heads=2, kappa=5, rank=3)
 
@@ -64,17 +65,16 @@ def reference_lev(lev: LEV, ids):
 
 METHOD = [{}, dict(seed_ln=False, temperature=1.0), dict(basis_norm=False), dict(codebooks="shared"),
           dict(seed_combine="concat"), dict(id_shuffle=3)]                 # LEVConfig: what function
-IMPLS = {"written": lambda cfg: LEV(cfg), "fast": lambda cfg: FastLEV(cfg),    # how it is computed
-         "fast_dense": lambda cfg: FastLEV(cfg, sparse_basis=False), "fast_no_dedup": lambda cfg: FastLEV(cfg, dedup=False),
-         "fast_no_project": lambda cfg: FastLEV(cfg, project_seed=False)}
-CASES = ([(m, impl) for m in METHOD for impl in ("written", "fast")]
-         + [({}, impl) for impl in ("fast_dense", "fast_no_dedup", "fast_no_project")]
-         + [(dict(seed_combine="concat"), "fast_no_project")])
+IMPLS = {"written": lambda cfg: LEV(cfg), "fast": lambda cfg: FastLEV(cfg, kernel="torch"),   # how it is computed
+         "fast_cpp": lambda cfg: FastLEV(cfg, kernel="cpp")}
+CASES = [(m, impl) for m in METHOD for impl in IMPLS]
 
 
 @pytest.mark.parametrize("variant,impl", CASES,
                          ids=lambda v: v if isinstance(v, str) else ",".join(f"{k}={x}" for k, x in v.items()) or "default")
-def test_matches_reference_values_and_grads(variant, impl):
+def test_matches_reference_values_and_grads(variant, impl, cpp_kernels):
+    if impl == "fast_cpp" and not cpp_kernels:
+        pytest.skip("no C++ compiler")
     torch.manual_seed(0)
     cfg = replace(SMALL, **variant)
     lev = IMPLS[impl](cfg).double()
@@ -152,9 +152,23 @@ def test_basis_rows(kappa, normalize):
 def test_separable_product_sign_and_magnitude():
     from lev import separable_product
     phi = torch.tensor([[[[-2.0], [0.5], [3.0]]], [[[-1.0], [-4.0], [0.25]]]])  # (2, 1, 3, 1)
-    torch.testing.assert_close(separable_product(phi).flatten(), torch.tensor([-3.0, 1.0]))
+    torch.testing.assert_close(separable_product(phi, 1e-9).flatten(), torch.tensor([-3.0, 1.0]))
     many = torch.full((1, 1, 128, 1), 1.5)                   # 1.5^128 ~ 3.4e22: fine in log space
-    assert math.isclose(separable_product(many).item(), 1.5 ** 128, rel_tol=1e-4)
+    assert math.isclose(separable_product(many, 1e-9).item(), 1.5 ** 128, rel_tol=1e-4)
+
+
+@pytest.mark.parametrize("combine", ["sum", "concat"])
+@pytest.mark.parametrize("codebooks", ["per_position", "shared"])
+def test_projected_seed_is_the_matmul_of_the_seed(combine, codebooks):
+    """FastLEV's steps 2-3 matmul on the codebook rows (lev_fast.projected_seed) == W_l z on each id's seed z."""
+    torch.manual_seed(0)
+    lev = LEV(replace(SMALL, seed_combine=combine, codebooks=codebooks)).double()
+    ids = torch.tensor([0, 29, 7, 7, 13])
+    z = digit_seed(ids, lev.codebooks, lev.cfg)                               # (N, d_in)
+    x = lev_fast.projected_seed(digits(ids, lev.cfg.k, lev.cfg.base), lev.codebooks, lev.W, combine)
+    torch.testing.assert_close(x, torch.einsum("ni,hsi->nhs", z, lev.W))
+    u = unit_cube(z, lev.W, lev.ln_weight, lev.ln_bias, lev.cfg.temperature, lev.cfg.ln_eps)
+    torch.testing.assert_close(lev_fast.squash(x, lev.ln_weight, lev.ln_bias, lev.cfg.temperature, lev.cfg.ln_eps), u)
 
 
 @pytest.mark.parametrize("V", [30, 1000, 50257, 100277, 200019])
@@ -187,7 +201,7 @@ def test_spec_example_gpt2_768():
 
 def test_materialize_equals_direct_and_refreshes():
     torch.manual_seed(0)
-    lev = FastLEV(replace(SMALL, vocab_size=97))
+    lev = FastLEV(replace(SMALL, vocab_size=97)).eval()
     table = lev.materialize().clone()
     assert table.shape == (97, 6)
     torch.testing.assert_close(table, lev(torch.arange(97)[None])[0])
@@ -201,6 +215,9 @@ def test_materialize_equals_direct_and_refreshes():
     assert calls == [2]                                      # only the two distinct ids were computed
     table2 = lev.materialize()
     torch.testing.assert_close(table2, 2 * table)
+    with torch.no_grad():                                    # eval mode without gradients: forward reads the table
+        torch.testing.assert_close(lev(torch.tensor([[4, 9]])), table2[[4, 9]][None])
+    assert calls == [2, 95]                                  # the table's other rows, then nothing more
 
 
 @pytest.mark.parametrize("impl", ["written", "fast"])

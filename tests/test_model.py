@@ -5,13 +5,15 @@ from dataclasses import replace
 import pytest
 import torch
 
-import model as model_mod
-from fast import head
+from fast import accelerate, head
+from fast.head import ChunkedHead, LinkedEmbedding
+from fast.lev_fast import FastLEV
 from lev import lev_num_params
-from model import EMB_CHOICES, GPT, GPTConfig, matched_widths, param_report
+from model import EMB_CHOICES, GPT, GPTConfig, OutputHead, matched_widths, param_report
 from util import presets
 
-TINY = presets.gpt_config(presets.TINY, vocab_size=300, block_size=16)
+TINY = GPTConfig.from_preset(presets.TINY, vocab_size=300, block_size=16)
+BETAS = (presets.ADAMW["beta1"], presets.ADAMW["beta2"])
 
 
 def with_lev(cfg, **lev):
@@ -19,14 +21,15 @@ def with_lev(cfg, **lev):
     return replace(cfg, lev=replace(cfg.lev, **lev))
 
 
-def build(emb, lev=None, **kw):
+def build(emb, lev=None, fast="off", **kw):
+    """A tiny model of arm emb, as model.py writes it (fast="off") or with fast.accelerate's paths attached."""
     torch.manual_seed(0)
-    return GPT(with_lev(replace(TINY, emb=emb, **kw), **(lev or {})))
+    return accelerate(GPT(with_lev(replace(TINY, emb=emb, **kw), **(lev or {}))), fast)
 
 
 @pytest.mark.parametrize("emb", EMB_CHOICES)
 def test_shapes_and_initial_loss(emb):
-    model = build(emb, head="plain")
+    model = build(emb)
     idx, targets = torch.randint(0, TINY.vocab_size, (2, 3, 16))
     logits, loss = model(idx, targets)
     assert logits.shape == (3, 16, TINY.vocab_size)
@@ -39,22 +42,48 @@ def test_shapes_and_initial_loss(emb):
     torch.testing.assert_close(logits_last[:, 0], logits[:, -1])
 
 
-def test_the_auto_head_is_the_chunked_one_on_a_cpu_and_the_plain_one_elsewhere():
-    assert GPTConfig().head == "auto"
-    assert [head.uses_chunked_head(h, "cpu") for h in ("auto", "chunked", "plain")] == [True, True, False]
-    assert [head.uses_chunked_head(h, "cuda") for h in ("auto", "chunked", "plain")] == [False, True, False]
+def test_importing_the_model_loads_no_engine():
+    """model.py is the model: importing it (in a fresh process) loads lev.py and torch, no fast/ module and no C++."""
+    import subprocess
+    import sys
+    from conftest import ROOT
+    code = "import sys, model; print(sorted(m for m in sys.modules if m.split('.')[0] in ('fast', 'util', 'data')))"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("emb", ["tied", "lev"])
+def test_accelerate_attaches_every_fast_path_on_a_cpu_and_fast_lev_elsewhere(emb):
+    """The auto rule, decided once in fast.accelerate: on a CPU FastLEV and the blockwise head (a tied model's table
+    linked to it); on another device (here "meta") FastLEV's PyTorch path and the plain head; "off" leaves the model."""
+    m = build(emb, fast="auto")
+    assert isinstance(m.lm_head, ChunkedHead) and isinstance(m.wte, FastLEV if emb == "lev" else LinkedEmbedding)
     idx, targets = torch.randint(0, TINY.vocab_size, (2, 2, 16))
-    logits, loss = build("lev")(idx, targets)                           # on this CPU: no logits formed
+    logits, loss = m(idx, targets)                                       # no logits formed
     assert logits is None and torch.isfinite(loss)
+    with torch.device("meta"):
+        elsewhere = accelerate(GPT(replace(TINY, emb=emb)))
+    assert type(elsewhere.lm_head) is OutputHead
+    assert (elsewhere.wte.kernel == "torch") if emb == "lev" else type(elsewhere.wte) is torch.nn.Embedding
+    off = build(emb)
+    assert type(off.lm_head) is OutputHead and type(off.wte).__name__ in ("LEV", "Embedding")
+    if emb == "tied":
+        assert m.wte.weight is m.lm_head.weight                          # still one matrix
+    with pytest.raises(ValueError, match="fast must be one of"):
+        accelerate(off, "fastest")
 
 
 @pytest.mark.parametrize("emb", ["tied", "lev"])
 def test_chunked_head_equals_the_plain_head_in_the_model(emb, monkeypatch):
     """The chunked head (the default on a CPU): the same loss, per-token losses and gradients of every parameter as the
     plain head, and no logits formed; tied: through its lookup's rows added into the head's dL/dW."""
-    links = []
-    monkeypatch.setattr(model_mod, "GradLink", lambda: links.append(head.GradLink()) or links[-1])
-    plain, chunked = build(emb, head="plain"), build(emb, head="chunked")
+    linked, backward = [], head.TiedLookup.backward
+    def spy(ctx, grad):                                                  # rows added into the head's dL/dW?
+        out = backward(ctx, grad)
+        linked.append(ctx.needs_input_grad[1] and out[1] is None)
+        return out
+    monkeypatch.setattr(head.TiedLookup, "backward", staticmethod(spy))
+    plain, chunked = build(emb, fast="lev"), build(emb, fast="all")
     chunked.load_state_dict(plain.state_dict())
     idx, targets = torch.randint(0, TINY.vocab_size, (2, 3, 16))
     (lp, loss_p), (lc, loss_c) = plain(idx, targets), chunked(idx, targets)
@@ -65,7 +94,7 @@ def test_chunked_head_equals_the_plain_head_in_the_model(emb, monkeypatch):
     loss_c.backward()
     for (name, a), b in zip(plain.named_parameters(), chunked.parameters()):
         torch.testing.assert_close(b.grad, a.grad, rtol=1e-4, atol=1e-6, msg=lambda m: f"{name}: {m}")
-    assert [link.added for link in links] == ([True, False] if emb == "tied" else [])   # the "none" pass: no backward
+    assert linked == ([True] if emb == "tied" else [])                  # the "none" passes ran no backward
 
 
 @pytest.mark.parametrize("emb", EMB_CHOICES)
@@ -125,7 +154,7 @@ def test_baselines_are_matched_to_lev():
 @pytest.mark.parametrize("emb", EMB_CHOICES)
 def test_optimizer_groups_cover_every_parameter_once(emb):
     model = build(emb)
-    opt = model.configure_optimizer(lr=1e-3, weight_decay=0.1)
+    opt = model.configure_optimizer(lr=1e-3, weight_decay=0.1, betas=BETAS)
     seen = [id(p) for g in opt.param_groups for p in g["params"]]
     assert len(seen) == len(set(seen))
     assert set(seen) == {id(p) for p in model.parameters()}
@@ -142,7 +171,7 @@ def test_weight_decay_leaves_levs_layernorm_alone_unless_asked(decay_lev_norm):
     with torch.no_grad():
         model.wte.ln_bias.fill_(0.5)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    opt = model.configure_optimizer(lr=0.1, weight_decay=0.5, decay_lev_norm=decay_lev_norm)
+    opt = model.configure_optimizer(lr=0.1, weight_decay=0.5, betas=BETAS, decay_lev_norm=decay_lev_norm)
     for p in model.parameters():
         p.grad = torch.zeros_like(p)
     opt.step()
@@ -161,7 +190,7 @@ def test_lev_lr_mult_and_weight_decay_apply_to_levs_parameters_only():
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     for mult, wd_on, lev_factor in ((3.0, True, 1 - 0.1 * 3 * 0.5), (3.0, False, 1.0), (1.0, True, 0.95)):
         model.load_state_dict({n: t.clone() for n, t in before.items()}, strict=False)
-        opt = model.configure_optimizer(lr=0.1, weight_decay=0.5, lev_lr_mult=mult, lev_weight_decay=wd_on)
+        opt = model.configure_optimizer(lr=0.1, weight_decay=0.5, betas=BETAS, lev_lr_mult=mult, lev_weight_decay=wd_on)
         assert {g["lr"] for g in opt.param_groups if g["lr_mult"] == mult} == {0.1 * mult}
         for p in model.parameters():
             p.grad = torch.zeros_like(p)
@@ -171,7 +200,7 @@ def test_lev_lr_mult_and_weight_decay_apply_to_levs_parameters_only():
             torch.testing.assert_close(after[n].detach(), before[n] * lev_factor)
         torch.testing.assert_close(after["lm_head.weight"].detach(), before["lm_head.weight"] * 0.95)
     with pytest.raises(ValueError, match="emb=lev"):
-        build("tied").configure_optimizer(lr=0.1, weight_decay=0.5, lev_lr_mult=3.0)
+        build("tied").configure_optimizer(lr=0.1, weight_decay=0.5, betas=BETAS, lev_lr_mult=3.0)
 
 
 def test_train_schedule_scales_each_groups_rate_by_its_lr_mult(tmp_path):
@@ -192,7 +221,7 @@ def test_cpu_optimizer_is_fused_adamw_and_steps_like_the_plain_one():
     torch.manual_seed(0)
     a, b = build("lev"), build("lev")
     b.load_state_dict(a.state_dict())
-    opt_a = a.configure_optimizer(lr=1e-2, weight_decay=0.1, device_type="cpu")
+    opt_a = a.configure_optimizer(lr=1e-2, weight_decay=0.1, betas=BETAS, device_type="cpu")
     assert opt_a.defaults["fused"] is True
     matrix = lambda n, p: p.dim() >= 2 and "ln_" not in n                        # LEV's LayerNorm: no decay
     groups = [dict(params=[p for n, p in b.named_parameters() if matrix(n, p)], weight_decay=0.1),
@@ -209,7 +238,7 @@ def test_cpu_optimizer_is_fused_adamw_and_steps_like_the_plain_one():
 
 
 def test_lev_eval_uses_materialised_table_and_matches_direct():
-    model = build("lev")
+    model = build("lev", fast="lev")
     idx = torch.randint(0, TINY.vocab_size, (2, 10))
     direct, _ = model(idx)                                   # training mode: LEV evaluated directly
     model.eval()
@@ -217,7 +246,7 @@ def test_lev_eval_uses_materialised_table_and_matches_direct():
         via_table, _ = model(idx)
     assert model.wte._table.rows is not None                 # the table was built and used
     torch.testing.assert_close(via_table, direct, rtol=1e-5, atol=1e-5)
-    opt = model.configure_optimizer(lr=1e-2, weight_decay=0.0)
+    opt = model.configure_optimizer(lr=1e-2, weight_decay=0.0, betas=BETAS)
     model.train()
     model(idx, idx)[1].backward()
     opt.step()                                               # weights change -> the table must follow
@@ -234,7 +263,7 @@ def test_lev_eval_uses_materialised_table_and_matches_direct():
 def test_overfits_one_batch(emb):
     model = build(emb)
     idx = torch.randint(0, TINY.vocab_size, (4, 16))
-    opt = model.configure_optimizer(lr=1e-2, weight_decay=0.0)
+    opt = model.configure_optimizer(lr=1e-2, weight_decay=0.0, betas=BETAS)
     first = None
     for _ in range(100):
         _, loss = model(idx[:, :-1], idx[:, 1:])
@@ -276,21 +305,17 @@ def test_id_shuffle_control_reads_the_digits_of_permuted_ids(emb):
     assert not torch.allclose(shuffled.wte(ids), plain.wte(ids))
 
 
-def test_resume_check_accepts_checkpoints_that_predate_a_field():
-    """Older checkpoints wrote LEV's fields flat (lev_k, ...), with retired compute-only fields, and may lack newer
-    fields: they still load and resume, and a real difference is named."""
+def test_resume_check_names_what_differs():
+    """train.check_compatible: the same model and tokenizer resume; another architecture or tokenizer is named."""
     from dataclasses import asdict
-    from util import checkpoint
-    from util.cli import flatten
+    from train import check_compatible
     args, tok = asdict(TINY), dict(name="byte", vocab_size=300)
-    flat = {k: v for k, v in flatten(GPTConfig, TINY).items() if k not in ("lev_id_shuffle", "lev_vocab_size", "lev_n_embd")}
-    old = dict(model_args={**flat, "lev_dedup": True, "lev_sparse_basis": True}, tokenizer=tok)
-    checkpoint.check_compatible(old, args, tok, "old.pt")                  # the default then and now: fine
-    assert GPTConfig(**GPTConfig.saved(old["model_args"])) == TINY
+    ckpt = dict(model_args=args, tokenizer=tok)
+    check_compatible(ckpt, args, tok, "c.pt")
     with pytest.raises(ValueError, match="lev_id_shuffle: checkpoint 0, now 1"):
-        checkpoint.check_compatible(old, asdict(with_lev(TINY, id_shuffle=1)), tok, "old.pt")
-    new = dict(model_args=args, tokenizer=tok)                             # nested, as written now
-    checkpoint.check_compatible(new, asdict(replace(TINY, lev_fast=False, head="plain")), tok, "new.pt")  # how, not what
+        check_compatible(ckpt, asdict(with_lev(TINY, id_shuffle=1)), tok, "c.pt")
+    with pytest.raises(ValueError, match="tokenizer byte"):
+        check_compatible(ckpt, args, dict(name="gpt2", vocab_size=300), "c.pt")
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -352,11 +377,6 @@ def test_baseline_choices_stay_matched_to_lev(rule, bias):
     assert isinstance(m.wte.mlp[1], torch.nn.ReLU) and (m.wte.mlp[0].bias is not None) == bias
     with pytest.raises(ValueError, match="emb_mlp_act"):
         replace(cfg, emb_mlp_act="tanh")
-
-
-def test_checkpoints_from_before_the_protocol_load_as_they_were_built():
-    assert GPTConfig.saved({"emb": "lev"})["input_scale"] == "none"
-    assert GPTConfig.saved({"emb": "lev", "input_scale": "norm"})["input_scale"] == "norm"
 
 
 @pytest.mark.parametrize("emb", ["lev", "factorized_mlp"])

@@ -78,19 +78,27 @@ def test_resume_is_exact(dataset, tmp_path):
     assert va[0] == pytest.approx(vb[0], rel=1e-6)
 
 
-def test_resume_keeps_the_checkpoints_weight_decay_groups(dataset, tmp_path):
-    """A checkpoint saved before --decay-lev-norm existed was trained with LEV's LayerNorm decayed: resuming it
-    must keep that rule (the optimizer state's groups must match), and a new run's choice is saved and kept."""
+def test_resume_keeps_the_runs_optimizer_choices(dataset, tmp_path):
+    """A run's choices of its AdamW groups (LEV's LayerNorm decayed, LEV at 3x the rate) are saved and kept on
+    resume, so the optimizer state's groups match."""
     run(dataset, tmp_path, "--emb", "lev", "--max-iters", "4", "--eval-interval", "2", "--stop-at", "2",
-        "--decay-lev-norm")
+        "--decay-lev-norm", "--lev-lr-mult=3")
     path = os.path.join(tmp_path, "ckpt.pt")
-    ckpt = checkpoint.load(path)
-    assert ckpt["train_args"]["decay_lev_norm"] is True
-    del ckpt["train_args"]["decay_lev_norm"]                  # as an older checkpoint
-    checkpoint.save(ckpt, path)
     res = run(dataset, tmp_path, "--resume")
     assert res["status"] == "done" and res["step"] == 4
-    assert checkpoint.load(path)["train_args"]["decay_lev_norm"] is True
+    args = checkpoint.load(path)["train_args"]
+    assert args["decay_lev_norm"] is True and args["lev_lr_mult"] == 3
+
+
+def test_a_checkpoint_of_an_older_format_is_refused_in_one_sentence(dataset, tmp_path):
+    run(dataset, tmp_path, "--emb", "tied", "--max-iters", "2", "--eval-interval", "2")
+    path = os.path.join(tmp_path, "ckpt.pt")
+    ckpt = checkpoint.load(path)
+    assert ckpt["format"] == checkpoint.FORMAT
+    del ckpt["format"]                                        # as the files written before the format was recorded
+    checkpoint.save(ckpt, path)
+    with pytest.raises(RuntimeError, match="checkpoint of format 1.*reads format 2.*Train the run again"):
+        run(dataset, tmp_path, "--resume")
 
 
 def test_resume_with_other_architecture_is_a_clear_error(dataset, tmp_path):

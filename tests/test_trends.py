@@ -1,4 +1,4 @@
-"""experiments/trends.py's axes (the runs they ask for) and analysis/trends.py's report (on results it writes)."""
+"""experiments/trends.py's axes (the runs they ask for) and analysis/axes.py's report (on results it writes)."""
 import json
 import math
 import os
@@ -8,8 +8,8 @@ import sys
 import numpy as np
 import pytest
 
-from analysis import trends
-from analysis.trends import pct
+from analysis import axes as trends
+from analysis.axes import pct
 from conftest import ROOT
 from test_reproduce import dry_run, flags
 from util import runtime

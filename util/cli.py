@@ -67,13 +67,19 @@ def number(s) -> int:
 
 
 _FIELD = re.compile(r"\s+(\w+)\s*:")
+# The help of fields that several commands share, for such a field written without a comment of its own.
+COMMON_HELP = {
+    "device": "auto (cuda, then mps, then cpu), cpu, cuda, cuda:N, mps",
+    "data_root": "where prepared datasets live (\"\" = this project's data/ folder)",
+}
 
 
 @functools.lru_cache(maxsize=None)
 def field_help(cls) -> dict:
     """{field: its comment} read from the dataclass's source: the comment after the field (or after the last
     line of a default that spans several lines), plus the comment-only lines right below it that are indented
-    further than the field (a comment at the field's own indentation heads the next fields)."""
+    further than the field (a comment at the field's own indentation heads the next fields). A field of
+    COMMON_HELP written without a comment gets that text."""
     try:
         lines = textwrap.dedent(inspect.getsource(cls)).splitlines()
     except (OSError, TypeError):                                   # no source (e.g. built in a REPL)
@@ -94,7 +100,7 @@ def field_help(cls) -> dict:
             out[current] = (out[current] + " " + line.strip()[1:].strip()).strip()
         elif line.strip():
             current = None
-    return out
+    return {**{n: COMMON_HELP[n] for n in names & set(COMMON_HELP)}, **{k: v for k, v in out.items() if v}}
 
 
 def _comment(line: str) -> str:

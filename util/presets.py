@@ -6,16 +6,15 @@ same dicts, so a size is written once.
 A preset is a dict of defaults for train.py's flags, by field name (TrainConfig's and GPTConfig's, LEV's as
 lev_<field>); flags given on the command line override it.
 """
-import argparse
-
-# Sizes. The quick start's body is small next to its GPT-2 input table (the table is 88% of a tied model);
-# the reference body is heavier (65%), "big" heavier still (50%); in "xl" and "xxl" (GPU sizes) the body dominates
-# (the table 31% and 20%).
-CPU = dict(n_layer=4, n_head=4, n_embd=128, block_size=128, batch_size=8)      # the quick start: python train.py
+# The quick start, `python train.py`: its size and its training, the defaults of train.py's TrainConfig. Its body is
+# small next to its GPT-2 input table; the sizes below have heavier bodies, in this order (`python model.py --preset
+# NAME` prints the parameters of each).
+CPU = dict(n_layer=4, n_head=4, n_embd=128, block_size=128, batch_size=8,
+           max_iters=200, eval_interval=50, lr=2e-3, warmup_iters=20)
 REF = dict(n_layer=6, n_head=6, n_embd=384, block_size=256, batch_size=8)      # the reference size: bench, results
 BIG = dict(n_layer=8, n_head=8, n_embd=512, block_size=256, batch_size=8)      # a body about as large as GPT-2's table
-XL = dict(n_layer=12, n_head=12, n_embd=768, block_size=256, batch_size=8)     # GPT-2 small's body: 69% of a tied model
-XXL = dict(n_layer=16, n_head=16, n_embd=1024, block_size=256, batch_size=8)   # the body 80% of a tied model (254M)
+XL = dict(n_layer=12, n_head=12, n_embd=768, block_size=256, batch_size=8)     # GPT-2 small's body (a GPU size)
+XXL = dict(n_layer=16, n_head=16, n_embd=1024, block_size=256, batch_size=8)   # a GPU size near the paper's smallest
 TINY = dict(n_layer=2, n_head=2, n_embd=32, block_size=32, batch_size=4,       # smoke tests: seconds on a CPU
             lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
 
@@ -40,6 +39,7 @@ PRESETS = {
 }
 
 SAMPLING = dict(temperature=0.8, top_k=200)   # sample.py's defaults, and the sample at the end of training
+ADAMW = dict(weight_decay=0.1, beta1=0.9, beta2=0.95)   # train.py's AdamW defaults (nanoGPT's; our choice, method.md)
 
 
 def flags(size: dict, **extra) -> list:
@@ -47,9 +47,26 @@ def flags(size: dict, **extra) -> list:
     return [f"--{k.replace('_', '-')}={v}" for k, v in {**size, **extra}.items()]
 
 
-def gpt_config(size: dict, **extra):
-    """model.GPTConfig from a size or preset (plus extra fields), ignoring the fields that are not the model's."""
-    from model import GPTConfig
-    from util.cli import flat_fields, pick
-    names = {name for name, *_ in flat_fields(GPTConfig)}
-    return pick(GPTConfig, argparse.Namespace(**{k: v for k, v in {**size, **extra}.items() if k in names}))
+# The bodies of the project's results (experiments/reproduce.py --body): train.py flags, the same for every arm of a
+# group; each trains on 1,024,000 tokens. "cpu" is the quick start's model, trained 5x longer at its learning rate.
+BODIES = {
+    "cpu": ["--preset=cpu", "--max-iters=1000", "--eval-interval=100", "--warmup-iters=50"],
+    "ref": ["--preset=ref"],
+    "big": ["--preset=big"],
+    "xl": ["--preset=xl"],
+    "xxl": ["--preset=xxl"],
+}
+
+
+def body_steps(body: list) -> int:
+    """The training steps of a body's train.py flags: the last --max-iters, else its preset's."""
+    given = [f for f in body if f.startswith("--max-iters=")]
+    if given:
+        return int(given[-1].split("=")[1])
+    return PRESETS[next(f.split("=")[1] for f in body if f.startswith("--preset="))]["max_iters"]
+
+
+def group_name(body="cpu", tokenizer="gpt2", tag=""):
+    """A group's results folder (experiments/reproduce.py, under <out>/<corpus>): the body, then the tokenizer
+    unless gpt2, then the tag."""
+    return body + ("" if tokenizer == "gpt2" else f"_{tokenizer}") + (f"_{tag}" if tag else "")

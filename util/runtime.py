@@ -92,7 +92,7 @@ def autocast(device: str, dtype: str):
     return torch.autocast(device.split(":")[0], dtype=DTYPES[dtype])
 
 
-def peak_flops(device: str):
+def gpu_peak_flops(device: str):
     """The datasheet's dense bf16 FLOP/s of this GPU (for MFU), or None when unknown (CPUs included)."""
     name = torch.cuda.get_device_name(device) if device.startswith("cuda") else ""
     return next((v for k, v in PEAK_FLOPS.items() if k in name), None) if name else None

@@ -4,15 +4,15 @@ a GPU. Each check runs in try/except under its own time limit and is recorded as
 last lines) or skipped (with the reason), with its time and numbers; a failure never stops the others. The
 report goes to --out as report.json and report.md, and the markdown is printed. Exit code 1 if a check failed.
 
-    python -m experiments.gpu_check                                # one H200: about 8 minutes (times below)
-    python -m experiments.gpu_check --dry-run --out /tmp/gpu_check # the same checks, tiny, on the CPU: well under a minute
-    python -m experiments.gpu_check --only lev_cuda,table_fresh    # some of the checks
+    python -m benchmarks.gpu_check                                # about 8 minutes on a GPU (docs/performance.md)
+    python -m benchmarks.gpu_check --dry-run --out /tmp/gpu_check # the same checks, tiny, on the CPU: well under a minute
+    python -m benchmarks.gpu_check --only lev_cuda,table_fresh    # some of the checks
 
 Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with compile off):
   env_compile   CUDA + bf16 + torch.compile (inductor) on a small function, against eager.
   lev_cuda      LEV's chunked torch path (kernel "torch") == the plain path in float64 on the device, values and
                 every gradient; in float32 on the device, its error against a float64 CPU reference is no worse
-                than the plain float32 path's, eager and compiled (its chunks compiled too: lev_fast.COMPILE_CHUNKS)
+                than the plain float32 path's, eager and compiled (its chunks then run compiled too)
                 (V = 50257, spec's LEV defaults, 4 x 256 Zipf ids, in chunks of the CPU's 2^23 numbers so that the
                 device too takes several).
   table_fresh   the materialised table is never stale: a lev model trained with model.configure_optimizer
@@ -22,24 +22,20 @@ Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with c
                 model (4 layers x 256, V = 50257, 8 x 256 tokens, several blocks), within bf16 tolerance.
   bench         training-step timings (bf16 + compile) of tied and lev at the reference config (6 x 384, context
                 256, batch 8, V = 50257) and the pile-200m size (12 x 768, context 512, batch 16, V = 200019),
-                with peak memory (torch.cuda.max_memory_allocated) and MFU; util/timing.py's functions, as bench.py uses them.
+                with peak memory (torch.cuda.max_memory_allocated) and MFU; benchmarks/timing.py's functions, as bench.py uses them.
   pile_train    `train.py --preset=pile-200m` for tied and lev, 50 steps, --grad-accum 4, compile, bf16, on a
                 synthetic dataset written here (Zipf o200k ids, uint32 shards, meta.json as data/prepare.py
                 writes it, in a temporary data root as pile_o200k_base): loss goes down, tokens/s, MFU, eval loss.
   tune          at the pile-200m size, compiled, bf16: tied and lev with the head that is not the device's default
                 (the chunked one on a GPU), and lev with other chunk sizes for LEV's torch path
-                (lev_fast.CHUNK_GPU_ELEMENTS 2^23, 2^28 against 2^26) and with its chunks eager
-                (lev_fast.COMPILE_CHUNKS off), each timed in turns against its default; a
+                (lev_fast.CHUNK_GPU_ELEMENTS 2^23, 2^28 against 2^26), each timed in turns against its default; a
                 torch.profiler table of one tied and one lev step: the top operators by device time, kernel
                 launches, syncs, and how busy the device was. Numbers for choosing those constants, not pass/fail.
   torchrun      skipped on one GPU (tests/test_rehearsal.py runs torchrun with 2 gloo processes on the CPU);
                 with >= 2 GPUs: 2 processes of the pile_train run at a small size, losses finite.
 
-Times measured on one H200 (docs/performance.md, "On a GPU", runs 6-7): env_compile 9 s; lev_cuda 30 s (most of it
-compiling LEV); table_fresh 46 s (most of it building the CPU kernel lev_kernel.cpp, once per machine); head_bf16
-3 s; bench 153 s (4 compiled models, 18-65 s each, then 5 rounds); pile_train 152 s (tied 56 s, lev 95 s); tune
-73 s (4 compiled models, 7 variants x 5 rounds, two profiles); about 8 minutes in all. Each check's own limit
-(LIMITS) stops a hang, and --budget (560 s) bounds them all: a check gets at most the time left.
+docs/performance.md ("On a GPU") has what each check took on the GPU it ran on. Each check's own limit (LIMITS)
+stops a hang, and --budget (560 s) bounds them all: a check gets at most the time left.
 """
 import gc
 import json
@@ -58,18 +54,21 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import torch
 
-from fast import head, lev_fast
+from benchmarks import timing
+from data.tokenizers import VOCAB_SIZES
+from fast import accelerate, head, lev_fast
 from fast.lev_fast import FastLEV
 from lev import LEV, LEVConfig
 from model import GPT, GPTConfig
-from util import presets, runtime, timing
+from util import presets, runtime
 from util.cli import checked, parse
+from util.presets import ADAMW
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))   # the project folder (train.py runs there)
 CHECKS = ("env_compile", "lev_cuda", "table_fresh", "head_bf16", "bench", "pile_train", "tune", "torchrun")
 LIMITS = dict(env_compile=120, lev_cuda=150, table_fresh=90, head_bf16=60, bench=300, pile_train=360, tune=180,
               torchrun=240)
-O200K = 200019                                                       # o200k_base's vocabulary size
+GPT2, O200K = VOCAB_SIZES["gpt2"], VOCAB_SIZES["o200k_base"]
 
 
 @dataclass
@@ -108,7 +107,7 @@ class Ctx:
 
 def tiny_config(**kw) -> GPTConfig:
     """The dry run's model: util/presets.TINY with one layer, V = 1000."""
-    return presets.gpt_config(presets.TINY, n_layer=1, vocab_size=1000, **kw)
+    return GPTConfig.from_preset(presets.TINY, n_layer=1, vocab_size=1000, **kw)
 
 
 class Skip(Exception):
@@ -147,9 +146,8 @@ def lev_grads(lev, ids, g, compile_backend=None):
 
 def check_lev_cuda(ctx: Ctx) -> dict:
     """The chunked torch path against the plain path: float64 on the device, and float32 vs a float64 CPU reference,
-    eager and compiled (its chunks then run compiled: lev_fast.COMPILE_CHUNKS)."""
-    cfg = ctx.pick(LEVConfig(vocab_size=50257, n_embd=768),
-                   presets.gpt_config(presets.TINY, vocab_size=1000).lev)
+    eager and compiled (its chunks then run compiled)."""
+    cfg = ctx.pick(LEVConfig(vocab_size=GPT2, n_embd=768), GPTConfig.from_preset(presets.TINY, vocab_size=1000).lev)
     B, T = ctx.pick((4, 256), (2, 32))
     ids = timing.zipf_ids(B * T, cfg.vocab_size).view(B, T)
     torch.manual_seed(0)
@@ -170,8 +168,8 @@ def check_lev_cuda(ctx: Ctx) -> dict:
     truth_out, truth_g = run("plain", torch.float64, "cpu")
     slow = run("plain", torch.float32, ctx.device)
     numbers = dict(f32_plain_rel_err=rel(slow[0], truth_out), unique_ids=int(torch.unique(ids).numel()))
-    # delta is a CPU tensor, so this counts the CPU's chunks, which the device was given above
-    numbers["chunks"] = len(lev_fast.chunks(numbers["unique_ids"], state["delta"]))
+    # the CPU's chunks, which the device was given above
+    numbers["chunks"] = -(-numbers["unique_ids"] // max(1, lev_fast.CHUNK_ELEMENTS // (cfg.heads * cfg.d_seed * cfg.rank)))
     # float64 on the device: the chunked path is the plain path (rounding only)
     (out_f, g_f), (out_p, g_p) = run("eager", torch.float64, ctx.device), run("plain", torch.float64, ctx.device)
     torch.testing.assert_close(out_f, out_p, rtol=1e-9, atol=1e-12)
@@ -193,16 +191,16 @@ def check_lev_cuda(ctx: Ctx) -> dict:
 def check_table_fresh(ctx: Ctx) -> dict:
     """After every optimizer step (fused AdamW) and after load_state_dict, eval logits read from LEV's table equal
     logits with LEV recomputed (train mode, no_grad) and those of a fresh copy of the same weights."""
-    cfg = ctx.pick(GPTConfig(vocab_size=50257, block_size=128, n_layer=2, n_head=4, n_embd=128, emb="lev"),
+    cfg = ctx.pick(GPTConfig(vocab_size=GPT2, block_size=128, n_layer=2, n_head=4, n_embd=128, emb="lev"),
                    tiny_config(emb="lev"))
     B, T = ctx.pick((8, 128), (2, 32))
     ids = timing.zipf_ids(B * (T + 1), cfg.vocab_size).view(B, T + 1).to(ctx.device)
     x, y = ids[:, :-1], ids[:, 1:]
     torch.manual_seed(0)
-    model = GPT(cfg).to(ctx.device)
+    model = accelerate(GPT(cfg).to(ctx.device), "lev")                       # FastLEV: the table
     # fused AdamW: configure_optimizer's choice on CUDA; in the dry run asked for on the CPU (supported since torch
     # 2.4), so the path whose in-place writes bypass version counters is exercised there too
-    opt = model.configure_optimizer(1e-2, 0.1, device_type="cuda")
+    opt = model.configure_optimizer(1e-2, 0.1, (ADAMW["beta1"], ADAMW["beta2"]), device_type="cuda")
     assert opt.defaults.get("fused"), "configure_optimizer did not choose fused AdamW"
 
     @torch.no_grad()
@@ -213,7 +211,7 @@ def check_table_fresh(ctx: Ctx) -> dict:
         return out
 
     def fresh_copy_logits():
-        copy = GPT(cfg).to(ctx.device)
+        copy = accelerate(GPT(cfg).to(ctx.device), "lev")
         copy.load_state_dict(model.state_dict())
         return logits(copy, False)
 
@@ -242,7 +240,7 @@ def check_table_fresh(ctx: Ctx) -> dict:
 
 def check_head_bf16(ctx: Ctx) -> dict:
     """Loss and every gradient of a tied model, chunked head vs plain head, both under bf16 autocast."""
-    cfg = ctx.pick(GPTConfig(vocab_size=50257, block_size=256, n_layer=4, n_head=4, n_embd=256, emb="tied"),
+    cfg = ctx.pick(GPTConfig(vocab_size=GPT2, block_size=256, n_layer=4, n_head=4, n_embd=256, emb="tied"),
                    tiny_config(emb="tied"))
     B = ctx.pick(8, 4)
     ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
@@ -252,7 +250,7 @@ def check_head_bf16(ctx: Ctx) -> dict:
     with constants([(head, "default_chunk_size", lambda *args: chunk)]):
         for kind in ("plain", "chunked"):
             torch.manual_seed(0)
-            model = GPT(replace(cfg, head=kind)).to(ctx.device)
+            model = accelerate(GPT(cfg).to(ctx.device), "lev" if kind == "plain" else "all")
             with runtime.autocast(ctx.device, "bfloat16"):
                 _, loss = model(ids[:, :-1], ids[:, 1:])
             loss.backward()
@@ -266,13 +264,13 @@ def check_head_bf16(ctx: Ctx) -> dict:
 
 
 def check_bench(ctx: Ctx) -> dict:
-    """util/timing.py's training step, bf16 + compile, tied and lev, at the reference and pile-200m sizes."""
+    """benchmarks/timing.py's training step, bf16 + compile, tied and lev, at the reference and pile-200m sizes."""
     dtype = ctx.pick("bfloat16", runtime.pick_dtype("auto", ctx.device)[0])
-    sizes = ctx.pick(dict(reference=(presets.REF, 50257), **{"pile-200m": (presets.PRESETS["pile-200m"], O200K)}),
+    sizes = ctx.pick(dict(reference=(presets.REF, GPT2), **{"pile-200m": (presets.PRESETS["pile-200m"], O200K)}),
                      dict(reference=(dict(presets.TINY, n_layer=1, batch_size=2), 1000),
                           **{"pile-200m": (dict(presets.TINY, n_layer=1, batch_size=2), O200K)}))  # dry: tiny
-    configs = {name: (presets.gpt_config(size, vocab_size=V), size["batch_size"]) for name, (size, V) in sizes.items()}
-    peak = runtime.peak_flops(ctx.device) or timing.peak_flops(ctx.device, dtype, ctx.dry)
+    configs = {name: (GPTConfig.from_preset(size, vocab_size=V), size["batch_size"]) for name, (size, V) in sizes.items()}
+    peak = runtime.gpu_peak_flops(ctx.device) or timing.matmul_flops(ctx.device, dtype, ctx.dry)
     res = dict(dtype=dtype, compile=not ctx.dry, peak_flops=peak)
     for cname, (cfg, B) in configs.items():
         ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
@@ -353,21 +351,21 @@ def check_tune(ctx: Ctx) -> dict:
     """The other head and LEV's chunk sizes at pile-200m, timed against the defaults; profiles of a tied and a lev
     step."""
     size = ctx.pick(presets.PRESETS["pile-200m"], dict(presets.TINY, n_layer=1, batch_size=2))
-    cfg, B = presets.gpt_config(size, vocab_size=O200K), size["batch_size"]
+    cfg, B = GPTConfig.from_preset(size, vocab_size=O200K), size["batch_size"]
     dtype = ctx.pick("bfloat16", runtime.pick_dtype("auto", ctx.device)[0])
     ids = timing.zipf_ids(B * (cfg.block_size + 1), cfg.vocab_size).view(B, -1).to(ctx.device)
     x, y = ids[:, :-1], ids[:, 1:]
-    other = "plain" if head.uses_chunked_head("auto", torch.device(ctx.device).type) else "chunked"  # not the default
-    arms = {"tied": dict(emb="tied"), "lev": dict(emb="lev"),
-            f"tied {other} head": dict(emb="tied", head=other), f"lev {other} head": dict(emb="lev", head=other)}
-    step = {arm: timing.train_step(replace(cfg, **kw), x, y, ctx.device, dtype, compile=not ctx.dry)[0]
-            for arm, kw in arms.items()}
-    def chunk(n):                                                     # both bounds: lev_fast.chunks picks the device's
+    other = "plain" if torch.device(ctx.device).type == "cpu" else "chunked"     # the head that is not the default
+    fast = "lev" if other == "plain" else "all"
+    arms = {"tied": ("tied", "auto"), "lev": ("lev", "auto"), f"tied {other} head": ("tied", fast),
+            f"lev {other} head": ("lev", fast)}
+    step = {arm: timing.train_step(replace(cfg, emb=emb), x, y, ctx.device, dtype, not ctx.dry, fast)[0]
+            for arm, (emb, fast) in arms.items()}
+    def chunk(n):                                                     # both bounds: the chunk loop picks the device's
         return [(lev_fast, name, n) for name in ("CHUNK_ELEMENTS", "CHUNK_GPU_ELEMENTS")]
     # name -> (the step it times, the module constants it runs under); each is timed against its arm's emb
     variants = {**{name: (name, []) for name in arms},
-                "lev chunk 2^23": ("lev", chunk(1 << 23)), "lev chunk 2^28": ("lev", chunk(1 << 28)),
-                "lev eager chunks": ("lev", [(lev_fast, "COMPILE_CHUNKS", False)])}
+                "lev chunk 2^23": ("lev", chunk(1 << 23)), "lev chunk 2^28": ("lev", chunk(1 << 28))}
     fns, res = {name: patched(step[arm], s) for name, (arm, s) in variants.items()}, {}
     try:
         for name in [n for n in variants if n not in arms]:          # a variant that fails is reported, not timed
@@ -378,7 +376,7 @@ def check_tune(ctx: Ctx) -> dict:
                 del fns[name]
         t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, "gpu_check tune")  # after a warm-up of each
         res.update({name: dict(step_ms=1e3 * float(np.median(t[name])),
-                               vs_default=timing.paired(t, arms[arm]["emb"], name))
+                               vs_default=timing.paired(t, arms[arm][0], name))
                     for name, (arm, _) in variants.items() if name in fns})
         for arm in ("tied", "lev"):                                   # side by side: where LEV's extra time goes
             try:                                                      # the timings stand even if this fails
@@ -405,7 +403,7 @@ def synthetic_pile(root: str, n_train: int, n_val: int) -> str:
             "tokenizer_meta": {"name": "o200k_base", "vocab_size": O200K, "eot_id": 199999}, "dtype": "uint32",
             "train_tokens": n_train, "val_tokens": n_val, "train_shards": ["train_000000.bin"],
             "val_shards": ["val_000000.bin"], "counts": "train_counts.npy", "documents": 0,
-            "source": "experiments/gpu_check.py: synthetic Zipf ids", "command": "gpu_check.synthetic_pile"}
+            "source": "benchmarks/gpu_check.py: synthetic Zipf ids", "command": "gpu_check.synthetic_pile"}
     with open(os.path.join(path, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
     return root
@@ -562,7 +560,7 @@ def main(argv=None) -> dict:
               checks=dict(steps=checked(int, 2), limit_scale=checked(float, 0, exclusive=True),
                           budget=checked(float, 0, exclusive=True)))
     device = "cpu" if c.dry_run else runtime.pick_device("cuda" if c.device == "auto" else c.device,
-                                                          why="experiments/gpu_check.py (use --dry-run to rehearse on the CPU)")
+                                                          why="benchmarks/gpu_check.py (use --dry-run to rehearse on the CPU)")
     if device.startswith("cuda"):
         torch.cuda.set_device(device)
     names = [n for n in CHECKS if not c.only or n in c.only.split(",")]

@@ -1,7 +1,7 @@
 """
-Timing on a shared machine, for bench.py and experiments/gpu_check.py: variants timed in turns (round robin) so that a
-change of machine load hits all alike, paired ratios within a round, the peak FLOP/s of a large matmul,
-Zipf-distributed token ids, and one training step of a model as a callable.
+Timing on a shared machine, for bench.py and benchmarks/gpu_check.py: variants timed in turns (round robin) so that a
+change of machine load hits all alike, paired ratios within a round, the FLOP/s of a large matmul, Zipf-distributed
+token ids, and one training step of a model as a callable.
 """
 import statistics
 import sys
@@ -9,8 +9,10 @@ import time
 
 import torch
 
+from fast import accelerate
 from model import GPT, GPTConfig
 from util import runtime
+from util.presets import ADAMW
 
 
 def say(msg: str):
@@ -61,7 +63,7 @@ def paired_iqr(times: dict, ref: str, k: str) -> list:
     return [ratios[0]] * 2 if len(ratios) < 2 else statistics.quantiles(ratios, n=4)[::2]
 
 
-def peak_flops(device: str, dtype: str, tiny: bool = False) -> float:
+def matmul_flops(device: str, dtype: str, tiny: bool = False) -> float:
     """FLOP/s of a large square matmul in dtype on device: the denominator of MFU."""
     n = 1024 if tiny else (4096 if device.startswith("cuda") else 2048)
     x, y = (torch.randn(n, n, device=device, dtype=runtime.DTYPES[dtype]) for _ in range(2))
@@ -71,11 +73,15 @@ def peak_flops(device: str, dtype: str, tiny: bool = False) -> float:
     return 2 * n ** 3 * reps / t
 
 
-def train_step(cfg: GPTConfig, x, y, device: str, dtype: str, compile: bool = False):
-    """Forward + backward + AdamW step of the whole model (cfg.emb, cfg.head) -> (run, model)."""
+def train_step(cfg: GPTConfig, x, y, device: str, dtype: str, compile: bool = False, fast: str = "auto",
+               rows: str = ""):
+    """Forward + backward + AdamW step of the whole model (cfg.emb; fast: train.py's --fast; rows: the blockwise
+    head's rows, "" = accelerate's choice) -> (run, model)."""
     torch.manual_seed(0)
-    model = GPT(cfg).to(device)
-    opt = model.configure_optimizer(lr=1e-4, weight_decay=0.1, device_type=device.split(":")[0])
+    model = accelerate(GPT(cfg).to(device), fast)
+    if rows:
+        model.lm_head.rows = rows
+    opt = model.configure_optimizer(1e-4, ADAMW["weight_decay"], (ADAMW["beta1"], ADAMW["beta2"]), device.split(":")[0])
     fwd = torch.compile(model, dynamic=False) if compile else model       # static shapes: one size per variant
 
     def run():

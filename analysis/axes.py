@@ -25,20 +25,21 @@ import numpy as np
 import torch
 
 from analysis.plots import save
-from experiments import reproduce
-from experiments.reproduce import results_name as group
-from util.presets import PRESETS
+from data.tokenizers import VOCAB_SIZES
+from lev import GPT2_VOCAB
+from model import GPT, GPTConfig
+from util.presets import BODIES as BODY_FLAGS, PRESETS, body_steps, group_name as group
 
 ARMS = ("tied", "untied", "lev")
 LRS = ("5e-4", "1e-3", "2e-3", "4e-3", "8e-3")   # the learning rates the lr axis may have run (2e-3: the main runs)
 BODIES = ("cpu", "ref", "big", "xl", "xxl")       # experiments/reproduce.py's bodies, from table-heavy to body-heavy
-VOCABS = {"gpt2": 50257, "cl100k_base": 100277, "o200k_base": 200019}
+VOCABS = VOCAB_SIZES
 # The ref body's runs of docs/results.md section 3, as printed by evaluate.py, when out/ no longer holds them.
 SAVED_EVAL = {"ref": os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "results",
                                   "ref_eval.txt")}
 COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
 STEP_TOKENS = PRESETS["cpu"]["batch_size"] * PRESETS["cpu"]["block_size"]   # the cpu body: 8 x 128 tokens a step
-MAIN_TOKENS = reproduce.body_steps(reproduce.BODIES["cpu"]) * STEP_TOKENS  # the main runs: 1,000 steps, 1,024,000
+MAIN_TOKENS = body_steps(BODY_FLAGS["cpu"]) * STEP_TOKENS  # the main runs: 1,000 steps, 1,024,000
 
 
 def read_eval_txt(path) -> dict:
@@ -81,7 +82,7 @@ def collect(out, saved) -> dict:
 
 def body_lr(body: str) -> float:
     """The learning rate experiments/reproduce.py gives a body: its last --lr flag, else its preset's."""
-    flags = reproduce.BODIES[body]
+    flags = BODY_FLAGS[body]
     given = [f for f in flags if f.startswith("--lr=")]
     return float(given[-1].split("=")[1]) if given else PRESETS[body]["lr"]
 
@@ -145,13 +146,11 @@ def fit(x, y) -> dict:
     return dict(a=a, b=b, se=se, cross=cross, n=len(x))
 
 
-def input_share(body: str, V: int = 50257) -> dict:
+def input_share(body: str, V: int = GPT2_VOCAB) -> dict:
     """The input table's share of a tied model, and LEV's input map vs the table, at a body and V (meta device)."""
-    from model import GPT
-    from util.presets import gpt_config
     with torch.device("meta"):
-        tied = GPT(gpt_config(PRESETS[body], vocab_size=V, emb="tied")).param_breakdown()
-        lev = GPT(gpt_config(PRESETS[body], vocab_size=V, emb="lev")).param_breakdown()
+        tied = GPT(GPTConfig.from_preset(PRESETS[body], vocab_size=V, emb="tied")).param_breakdown()
+        lev = GPT(GPTConfig.from_preset(PRESETS[body], vocab_size=V, emb="lev")).param_breakdown()
     return dict(table=tied["input"], tied_total=tied["total"], share=tied["input"] / tied["total"],
                 lev_input=lev["input"], lev_vs_table=lev["input"] / tied["input"])
 
@@ -345,7 +344,7 @@ def rates(points, body) -> dict:
             key = (device, arm, lr, seed)
             if key in source:
                 raise ValueError(f"{arm} seed {seed} at lr {lr} on the {device} is in two groups, {source[key]} and "
-                                 f"{name}: name the one that replaces the other in analysis/trends.py's SUPERSEDES.")
+                                 f"{name}: name the one that replaces the other in analysis/axes.py's SUPERSEDES.")
             source[key] = name
             out.setdefault(device, {}).setdefault(arm, {}).setdefault(lr, {})[seed] = loss
     return out
@@ -384,7 +383,7 @@ def axis_rates(points) -> list:
     return lines or ["No body above the cpu one has run at more than one learning rate yet."]
 
 
-def report(out="out/reproduce", docs="docs/results"):
+def report(out, docs="docs/results"):
     """Write <docs>/trends.md and the figures from whatever axes have run (and <docs>/trends_points.json)."""
     os.makedirs(docs, exist_ok=True)
     points = collect(out, os.path.join(docs, "trends_points.json"))
