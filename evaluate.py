@@ -19,7 +19,9 @@ Per dataset (--dataset; default: the baseline's training data; any other one is 
   bucket of the target's relative frequency in the baseline's TRAINING split (--edges) and of how many times
   THAT RUN saw the target token in the batches it drew (--count-edges; data/loader.consumed_counts, recomputed
   from the sampler; zero-shot datasets too, our choice). Change = ppl / ppl_baseline - 1 with a 95% paired
-  bootstrap interval resampling whole windows (--bootstrap, --seed); a group pools its runs' buckets.
+  bootstrap interval resampling whole windows (--bootstrap, --seed; given the trained models, it leaves out the
+  seed-to-seed variance); a group pools its runs' buckets, and its "sd" is the sd of its per-seed changes, each run
+  against the baseline run of its seed (seed s: the same initialisation and batches).
 Token efficiency (log.jsonl): training tokens at which a run's val loss first reaches the baseline's final
   val loss, linear between eval points; ratio = baseline tokens / run tokens (the paper: 2.1x at 1.2B).
 LAMBADA (--lambada): last-word accuracy and continuation perplexity (analysis/lambada.py: the project's own code).
@@ -227,7 +229,8 @@ def num(x):
 
 def stats_json(st, names, positions):
     """compare()'s (C,) arrays -> the overall numbers (last column) and a list of buckets."""
-    col = lambda i: dict({k: num(v[i]) for k, v in st.items() if k not in ("ci_lo", "ci_hi", "n", "positions")},
+    col = lambda i: dict({k: num(v[i]) for k, v in st.items() if k not in ("ci_lo", "ci_hi", "n", "positions",
+                                                                           "seed_pairs")},
                          ci=[num(st["ci_lo"][i]), num(st["ci_hi"][i])])
     return dict(col(-1), buckets=[dict(name=n, positions=int(positions[i]), **col(i)) for i, n in enumerate(names)])
 
@@ -337,23 +340,26 @@ def evaluate(a: EvalConfig, say=print):
         buckets = assign_buckets(ys, counts, a.edges)                        # (W, T)
         sums = {r.label: window_sums(losses[r.label, k], buckets, len(names))[0] for r in runs}
         pos = window_sums(np.zeros(ys.shape), buckets, len(names))[1]        # (W, C) positions
-        per_run, per_group = compare(sums, pos, groups, base, a.bootstrap, a.seed)
+        seeds = {r.label: r.meta["train_args"]["seed"] for r in runs}
+        per_run, per_group = compare(sums, pos, groups, base, a.bootstrap, a.seed, seeds)
         entry = dict(
             dataset=data.path, split=a.split, windows=len(xs), block_size=T,
             zero_shot=os.path.abspath(data.path) != os.path.abspath(train_data.path), positions=[int(x) for x in pos.sum(0)],
             runs={lab: stats_json(st, names, pos.sum(0)) for lab, st in per_run.items()},
-            groups={g: dict(stats_json(st, names, pos.sum(0)), n=st["n"]) for g, st in per_group.items()})
+            groups={g: dict(stats_json(st, names, pos.sum(0)), n=st["n"], seed_pairs=st["seed_pairs"])
+                    for g, st in per_group.items()})
         # The same per seen-count bucket: each run buckets the targets by its own consumed counts.
         csums, cpos = {}, {}
         for r in runs:
             cb = assign_count_buckets(ys, seen[r.label], a.count_edges)      # (W, T) this run's buckets
             csums[r.label], cpos[r.label] = window_sums(losses[r.label, k], cb, len(cnames))
-        per_run, per_group = compare(csums, cpos, groups, base, a.bootstrap, a.seed)
+        per_run, per_group = compare(csums, cpos, groups, base, a.bootstrap, a.seed, seeds)
         with_pos = lambda st, P: dict(stats_json(st, cnames, P), positions=int(P[-1]))
         entry["seen_buckets"] = dict(
             edges=list(a.count_edges), names=cnames, consumed=consumed,
             runs={lab: with_pos(st, cpos[lab].sum(0)) for lab, st in per_run.items()},
-            groups={g: dict(with_pos(st, st["positions"]), n=st["n"]) for g, st in per_group.items()})
+            groups={g: dict(with_pos(st, st["positions"]), n=st["n"], seed_pairs=st["seed_pairs"])
+                    for g, st in per_group.items()})
         result["datasets"].append(entry)
     if a.tasks:
         say(f"downstream tasks {', '.join(tasks)} (lm-evaluation-harness, zero-shot"

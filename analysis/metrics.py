@@ -111,12 +111,14 @@ def run_spread(vals):
     return mean, np.where(k == 1, 0.0 if len(vals) == 1 else np.nan, np.sqrt(var))
 
 
-def compare(sums, counts, groups, base, n_boot, seed):
+def compare(sums, counts, groups, base, n_boot, seed, seeds=None):
     """Loss, ppl, relative change vs the baseline group and its bootstrap interval, per run and per group.
     sums {label: (W, C)}; counts (W, C) positions shared by every run, or {label: (W, C)} per run (seen-count
     buckets: each run put the targets in its own buckets); groups {name: [runs, each with .label]}. A group
     pools its runs: loss = sum of their loss sums / sum of their positions (with shared counts: the mean of
     their losses), the baseline group likewise; the bootstrap resamples windows with both sides' counts.
+    seeds {label: seed}: a group's "rel_change_std" is then the sample sd of its per-seed changes, each run against
+    the baseline run of the same seed (the project's one meaning of sd; NaN with fewer than two seed pairs).
     -> {label: stats}, {group: stats}, each stat a (C,) array."""
     counts = counts if isinstance(counts, dict) else {label: counts for label in sums}
     pool = lambda rs, d: np.sum([d[r.label] for r in rs], 0)                # (W, C) summed over runs
@@ -130,11 +132,16 @@ def compare(sums, counts, groups, base, n_boot, seed):
 
     per_run = {label: stats(s, counts[label]) for label, s in sums.items()}
     per_group = {}
+    base_by_seed = {seeds[r.label]: r.label for r in groups[base]} if seeds else {}
     for g, rs in groups.items():
         st = stats(pool(rs, sums), pool(rs, counts))                         # pooled over the group's runs
-        for key in ("loss", "ppl", "rel_change"):                            # spread over runs (seeds)
+        for key in ("loss", "ppl"):                                          # spread over runs (seeds)
             st[key + "_mean"], st[key + "_std"] = run_spread([per_run[r.label][key] for r in rs])
-        per_group[g] = dict(st, n=len(rs), positions=pool(rs, counts).sum(0))
+        pairs = [(r.label, base_by_seed[seeds[r.label]]) for r in rs if seeds and seeds[r.label] in base_by_seed]
+        paired = [np.exp(per_run[a]["loss"] - per_run[b]["loss"]) - 1 for a, b in pairs]   # per-seed changes
+        st["rel_change_mean"], st["rel_change_std"] = (run_spread(paired) if len(paired) > 1 else
+                                                       (st["rel_change"], np.full_like(st["rel_change"], np.nan)))
+        per_group[g] = dict(st, n=len(rs), positions=pool(rs, counts).sum(0), seed_pairs=len(paired))
     return per_run, per_group
 
 

@@ -12,16 +12,18 @@ printouts committed before records existed. Its fields:
     setting            body, tokenizer, lr, steps, tokens, context, batch, train_split_tokens, epochs (tokens over the
                        training split), val_windows scored of val_windows_of (the split's), extra flags
     supersedes         the groups this one replaces for the same setting (docs quote the newest; both stay recorded)
-    baseline           the arm every pooled change is against (evaluate.py's baseline group)
+    baseline           the arm evaluate.py compared every other arm with
     source             evaluate.py (written by the run's command), or the printout a converted record came from
-    wall               seconds per run and for the evaluation, where they were recorded
+    note, wall         what else a reader must know of the group; seconds per run and for the evaluation, where recorded
+    efficiency_target  the baseline runs' final logged validation loss (tokens_to_baseline's target)
     runs               per run ("<arm>_s<seed>"): arm, seed, emb, loss (validation, the fixed windows), zero_shot
                        {dataset: loss}, final_val_loss and tokens_to_baseline (its log.jsonl), curve [[tokens],
                        [val losses]] (where kept), seen/freq [per-bucket loss] (where recorded)
-    pooled             evaluate.py's pooled comparison of each arm with the baseline per view ("val", "zero_shot:<ds>",
-                       "seen", "freq"): change and its 95% interval from resampling validation windows, given these
-                       trained models (it leaves out seed-to-seed variance)
-    buckets            per bucket view: names and each arm's share of the targets
+    pooled             {baseline arm: {view: {arm: ...}}}: evaluate.py's pooled comparison of each arm with a baseline
+                       per view ("val", "zero_shot:<dataset>"; per bucket: "seen", "freq"): change and its 95% interval
+                       from resampling validation windows, given these trained models (it leaves out the
+                       seed-to-seed variance)
+    buckets            per bucket view: the buckets' names and the targets' shares
 
 The statistics here are the ones the docs use. A gap between two arms is the change of validation perplexity,
 ppl_a / ppl_b - 1 = exp(loss_a - loss_b) - 1, paired by seed (seed s: the same initialisation stream and batches);
@@ -159,7 +161,8 @@ def current(recs: dict) -> dict:
 # Writing a record from evaluate.py's result
 
 def machine() -> str:
-    """This machine's CPU kind (the model name and whether it has native bf16 and AMX), or its GPU's name."""
+    """This machine's CPU kind (its model name and its native bf16 extensions, the cpuinfo flags ending in "_bf16"),
+    or its GPU's name."""
     try:
         import torch
         if torch.cuda.is_available():
@@ -175,8 +178,8 @@ def machine() -> str:
     except OSError:
         import platform
         model = platform.processor()
-    extra = [n for n, f in (("AVX512-BF16", "avx512_bf16"), ("AMX", "amx_bf16")) if f in flags.split()]
-    return f"{os.cpu_count()}-core {model}" + (f" ({', '.join(extra)})" if extra else " (no native bf16)")
+    bf16 = [f for f in flags.split() if f.endswith("_bf16")]
+    return f"{os.cpu_count()}-core {model} (" + (", ".join(bf16) if bf16 else "no native bf16") + ")"
 
 
 def commit() -> str:

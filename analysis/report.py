@@ -31,7 +31,8 @@ def mean_sd(e, key, f="{:.3f}", n=1):
 
 
 def change(e, n=1):
-    """'-5.5% [-5.9, -5.1]' (plus ' sd 1.2', the std over a group's n > 1 runs) from a JSON entry."""
+    """'-5.5% [-5.9, -5.1]' (plus ' sd 1.2', the sd of a group's per-seed changes, each run against the baseline run
+    of its seed, where there are two or more seed pairs) from a JSON entry."""
     if e["rel_change"] is None:
         return "-"
     lo, hi = e["ci"]
@@ -49,7 +50,8 @@ def report_dataset(d, result):
                  [[r["label"], r["group"], r["emb"], r["step"], f"{r['tokens_seen']:,}", f"{d['runs'][r['label']]['loss']:.4f}",
                    f"{d['runs'][r['label']]['ppl']:.2f}", change(d["runs"][r["label"]])] for r in runs])]
     if any(len(rs) > 1 for rs in groups.values()):
-        out += ["groups: mean ± std over runs; change of the group mean [95% CI] and its std over runs (sd)",
+        out += ["groups: mean ± std over runs; change of the group mean [95% CI over windows, given these models] and "
+                "the sd of its per-seed changes (each run against the baseline run of its seed)",
                 table(["group", "runs", "loss", "ppl", f"ppl vs {base}"],
                       [[g, len(rs), mean_sd(G[g], "loss", "{:.4f}", len(rs)), mean_sd(G[g], "ppl", "{:.2f}", len(rs)),
                         change(G[g], len(rs))] for g, rs in groups.items()])]

@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from analysis import records
 from data.prepare import DATA_ROOT, dataset_dir_name
 from data.tokenizers import BPE_FILES
 from model import EMB_CHOICES
@@ -86,6 +87,10 @@ class ReproduceConfig:
     task_limit: int = 0           # the first N items of each downstream task (0 = all)
     jobs: int = 1                 # train this many runs at once (a GPU that one small run leaves idle; on a CPU keep 1:
                                   # runs sharing the cores slow each other several-fold)
+    record: str = ""              # also write the group's record (analysis/records.py) into this folder: give
+                                  # docs/results/records to add it to the project's results ("" = the results folder only)
+    title: str = ""               # the record's title: what the group is ("" = its settings)
+    supersedes: list[str] = field(default_factory=list)  # the recorded groups this one replaces for the same setting
     dry_run: bool = False         # print the commands, run nothing
 
 
@@ -207,15 +212,38 @@ def main(argv=None):
         print(f"{results}: every run finished and evaluated with these settings; nothing to do "
               "(delete its eval.json to evaluate again).")
         return
+    t1 = time.time()
     out = sh(cmd, rc.dry_run, capture=True)
     if not rc.dry_run:
         print(out)
         with open(os.path.join(results, "eval.txt"), "w") as f:
             f.write(out)
-        with open(timing_path, "w") as f:                     # runs trained by earlier invocations keep their times
-            json.dump(dict(runs_s={**before.get("runs_s", {}), **timing}, total_s=round(time.time() - t0, 1),
-                           command=" ".join(sys.argv), evaluate=cmd[1:]), f, indent=1)
-        print(f"results in {results} (summary.md, eval.txt, plots/); {time.time() - t0:.0f} s in this invocation")
+        runs_s = {**before.get("runs_s", {}), **timing}               # runs trained by earlier invocations keep theirs
+        with open(timing_path, "w") as f:
+            json.dump(dict(runs_s=runs_s, total_s=round(time.time() - t0, 1), command=" ".join(sys.argv),
+                           evaluate=cmd[1:]), f, indent=1)
+        command = "python -m experiments.reproduce " + " ".join(shlex.quote(a) for a in (sys.argv[1:] if argv is None
+                                                                                            else argv))
+        path = write_record(results, command, shlex.split(rc.train_flags), runs_s, time.time() - t1,
+                            rc.title or f"{rc.body} body, {rc.tokenizer}" + (f", {rc.tag}" if rc.tag else ""),
+                            rc.supersedes, rc.record)
+        print(f"results in {results} (summary.md, eval.txt, plots/, the record {path}); {time.time() - t0:.0f} s in this "
+              "invocation")
+
+
+def write_record(results: str, command: str, flags: list, runs_s: dict, evaluate_s: float, title: str, supersedes=(),
+                 dest: str = "") -> str:
+    """The group's record (analysis/records.py) from its eval.json and its runs' config.json and log.jsonl, into the
+    results folder as record.json and, with dest, into dest as <group>.json; -> where it went."""
+    with open(os.path.join(results, "eval.json")) as f:
+        result = json.load(f)
+    name = os.path.basename(os.path.normpath(results))
+    rec = records.from_eval(result, name, title, command, records.run_setting(result["runs"][0]["dir"], flags),
+                            wall=dict(runs_s=runs_s, evaluate_s=round(evaluate_s)), supersedes=supersedes,
+                            curves=records.run_curves(result))
+    with open(os.path.join(results, "record.json"), "w") as f:
+        json.dump(rec, f, indent=1)
+    return records.save(rec, dest) if dest else os.path.join(results, "record.json")
 
 
 def evaluated(results, runs, timing, cmd):

@@ -24,8 +24,10 @@ there (experiments/reproduce.py's evaluation: 1,024 fixed windows, seen-count bu
 import json
 import os
 import sys
+import time
 from dataclasses import dataclass, field
 
+from analysis import records
 from experiments import reproduce
 from util.cli import parse
 
@@ -78,6 +80,7 @@ class SweepConfig:
     auto: bool = False            # train only the settings (and tied, untied, lev) whose seed-1 perplexity in the
                                   # group's eval.json differs from lev's by more than 2%
     out: str = reproduce.OUT      # where runs and results go (experiments/reproduce.py's --out)
+    record: str = records.RECORDS  # evaluate: where the group's record goes (the project's results)
     data_root: str = ""
     dry_run: bool = False         # print the commands, run nothing
 
@@ -141,11 +144,19 @@ def main(argv=None):
     cmd = [sys.executable, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root",
            sc.data_root, "--max-windows", "1024", "--json", os.path.join(results, "eval.json"),
            "--plots", os.path.join(results, "plots"), "--summary", os.path.join(results, "summary.md")]
+    t0 = time.time()
     out = reproduce.sh(cmd, sc.dry_run, capture=True)
     if not sc.dry_run:
         print(out)
         with open(os.path.join(results, "eval.txt"), "w") as f:
             f.write(out)
+        timing = os.path.join(results, "timing.json")
+        runs_s = json.load(open(timing))["runs_s"] if os.path.exists(timing) else {}
+        command = "python -m experiments.sweep train --input shakespeare.txt kjv.txt austen.txt (stages: docs/results.md " \
+                  "section 8); python -m experiments.sweep evaluate --input ..."
+        print("record:", reproduce.write_record(results, command, [], runs_s, time.time() - t0,
+                                                "LEV's own settings, one at a time, with tied and untied", (),
+                                                sc.record))
 
 
 if __name__ == "__main__":

@@ -1,15 +1,16 @@
 """
 Where LEV starts to pay: the tied / untied / lev comparison along four axes, each one command, each a set of
 experiments/reproduce.py runs (the equal-footing protocol, seen-count buckets, zero-shot, curves against tokens;
-resumable: finished runs are skipped, unfinished ones resumed), then `report` for the trend section of
-docs/results.md. Run from the project folder, one command at a time (two at once slow each other several-fold).
+resumable: finished runs are skipped, unfinished ones resumed), each group's record written into
+docs/results/records, then `python -m analysis.render` for the tables and figures of docs/results/trends.md. Run
+from the project folder, one command at a time (two at once slow each other several-fold).
 
     python -m experiments.trends lr     --input shakespeare.txt kjv.txt austen.txt    # learning rate, per arm
     python -m experiments.trends length --input shakespeare.txt kjv.txt austen.txt    # 8.2M training tokens
     python -m experiments.trends size   --input shakespeare.txt kjv.txt austen.txt    # the 8 x 512 body
     python -m experiments.trends size   --input ... --bodies xl xxl --jobs 6          # 12 x 768, 16 x 1024: a GPU
     python -m experiments.trends vocab  --input shakespeare.txt kjv.txt austen.txt    # o200k_base, cl100k_base
-    python -m experiments.trends report                                               # tables and figures
+    python -m analysis.render                                                         # tables and figures
 
 The axes (docs/results.md section 7 has what each cost in wall time, and on which machine):
   lr      tied/untied/lev at 1e-3 and 4e-3, seed 1 (2e-3 is the main runs' seed 1), plus one more step where an
@@ -25,22 +26,23 @@ The main comparison (tied/untied/lev, cpu body, GPT-2's vocabulary, 1M tokens, s
 `python -m experiments.reproduce --corpus text --input ... --arms tied untied lev --seeds 1 2 3`; its folder
 (out/reproduce/text/cpu) is every axis's reference point.
 """
-import os
 import sys
 from dataclasses import dataclass, field
 
-from analysis import axes as trends
+from analysis import records
 from experiments import reproduce
 from util import runtime
 from util.cli import parse
+from util.presets import BODIES, CPU, body_steps
 
-ARMS = list(trends.ARMS)
+ARMS = ["tied", "untied", "lev"]
 EDGE = {"1e-3": "5e-4", "4e-3": "8e-3"}          # the next step beyond an edge of 1e-3 / 2e-3 / 4e-3
+MAIN_TOKENS = body_steps(BODIES["cpu"]) * CPU["batch_size"] * CPU["block_size"]   # the main runs' 1,024,000
 
 
 @dataclass
 class TrendsConfig:
-    axis: str = "report"          # lr, length, size, vocab, or report (the tables and figures of what has run)
+    axis: str = "lr"              # lr, length, size, or vocab
     input: list[str] = field(default_factory=list)  # the corpus's text files (as for experiments/reproduce.py)
     out: str = reproduce.OUT      # where the runs go (experiments/reproduce.py's --out)
     data_root: str = ""
@@ -48,7 +50,7 @@ class TrendsConfig:
                                   # the main runs' 1,024,000 where bf16 is native, else 4 x)
     bodies: list[str] = field(default_factory=lambda: ["big"])  # size axis: the bodies to run (big; xl xxl on a GPU)
     jobs: int = 1                 # runs trained at once, on every axis (reproduce.py --jobs; more than 1 only on a GPU)
-    docs: str = "docs/results"    # report: where the figures and trends.md go
+    records: str = records.RECORDS  # where each group's record goes (the project's results)
     dry_run: bool = False         # print the commands, run nothing
 
 
@@ -57,7 +59,7 @@ def run(tc: TrendsConfig, *extra, arms=ARMS):
     if not tc.input and not tc.dry_run:
         sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
     argv = ["--corpus", "text", "--input", *tc.input, "--arms", *arms, "--out", tc.out, "--data-root", tc.data_root,
-            "--jobs", str(tc.jobs), *(["--dry-run"] if tc.dry_run else []), *extra]
+            "--jobs", str(tc.jobs), "--record", tc.records, *(["--dry-run"] if tc.dry_run else []), *extra]
     print("experiments.reproduce " + " ".join(argv), flush=True)
     reproduce.main(argv)
 
@@ -67,18 +69,29 @@ def axis_lr(tc: TrendsConfig):
         run(tc, "--seeds", "1", "--tag", f"lr{lr}", f"--train-flags=--lr={lr}")
     if tc.dry_run:
         return
-    best = trends.lr_losses(trends.collect(tc.out, os.path.join(tc.docs, "trends_points.json")))[1]
-    for arm, lr in best.items():                       # an edge: one more step beyond it, for that arm
+    for arm, lr in best_lrs(tc).items():              # an edge: one more step beyond it, for that arm
         if lr in EDGE:
             run(tc, "--seeds", "1", "--tag", f"lr{EDGE[lr]}_{arm}", f"--train-flags=--lr={EDGE[lr]}", arms=[arm])
-    best = trends.lr_losses(trends.collect(tc.out, os.path.join(tc.docs, "trends_points.json")))[1]
-    for lr in sorted(set(best.values()) & {"1e-3", "4e-3"}):   # the main comparison again at a best lr: 3 seeds
+    for lr in sorted(set(best_lrs(tc).values()) & {"1e-3", "4e-3"}):   # the main comparison again at a best lr: 3 seeds
         run(tc, "--seeds", "1", "2", "3", "--tag", f"lr{lr}", f"--train-flags=--lr={lr}")
 
 
+def best_lrs(tc: TrendsConfig) -> dict:
+    """{arm: its best learning rate on seed 1} over the cpu body's groups recorded at 1.02M tokens (the lr axis's and
+    the main comparison's)."""
+    seed1 = {}
+    for r in records.current(records.load_all(tc.records)).values():
+        s = r["setting"]
+        if s["body"] == "cpu" and s["tokenizer"] == "gpt2" and s["tokens"] == MAIN_TOKENS and r["dtype"] == "bfloat16":
+            for run in r["runs"].values():
+                if run["seed"] == 1 and run["arm"] in ARMS:
+                    seed1.setdefault(run["arm"], {})[f"{s['lr']:.0e}".replace("e-0", "e-")] = run["loss"]
+    return {arm: min(t, key=t.get) for arm, t in seed1.items()}
+
+
 def axis_length(tc: TrendsConfig):
-    tokens = tc.length_tokens or (8 if runtime.pick_dtype("auto", "cpu")[0] == "bfloat16" else 4) * trends.MAIN_TOKENS
-    steps = -(-tokens // trends.STEP_TOKENS)
+    tokens = tc.length_tokens or (8 if runtime.pick_dtype("auto", "cpu")[0] == "bfloat16" else 4) * MAIN_TOKENS
+    steps = -(-tokens // (CPU["batch_size"] * CPU["block_size"]))
     run(tc, "--seeds", "1", "2", "--steps", str(steps), "--tag", f"len{tokens // 1_000_000}m")
 
 
@@ -94,9 +107,7 @@ def axis_vocab(tc: TrendsConfig):
 
 def main(argv=None):
     tc = parse(TrendsConfig, argv, description=__doc__, positional=("axis",),
-               choices=dict(axis=("lr", "length", "size", "vocab", "report")))
-    if tc.axis == "report":
-        return trends.report(tc.out, tc.docs)
+               choices=dict(axis=("lr", "length", "size", "vocab")))
     dict(lr=axis_lr, length=axis_length, size=axis_size, vocab=axis_vocab)[tc.axis](tc)
 
 

@@ -111,6 +111,13 @@ def test_a_tiny_reproduction_end_to_end(tmp_path):
     for name in ("eval.json", "eval.txt", "summary.md", "timing.json", "plots/buckets.png", "plots/curves.png"):
         assert (results / name).exists(), name
     assert "| lev |" in (results / "summary.md").read_text()
+    rec, ev = json.loads((results / "record.json").read_text()), json.loads((results / "eval.json").read_text())
+    home = next(d for d in ev["datasets"] if not d["zero_shot"])
+    assert rec["name"] == "cpu" and rec["command"].startswith("python -m experiments.reproduce --corpus text")
+    assert {k: r["loss"] for k, r in rec["runs"].items()} == {k: v["loss"] for k, v in home["runs"].items()}
+    assert rec["setting"]["steps"] == 4 and rec["dtype"] == "float32" and rec["baseline"] == "tied"
+    assert rec["pooled"]["tied"]["val"]["lev"]["change"] == home["groups"]["lev"]["rel_change"]
+    assert len(rec["runs"]["lev_s1"]["seen"]) == len(rec["buckets"]["seen"]["names"]) and rec["runs"]["lev_s1"]["curve"]
     timing = json.loads((results / "timing.json").read_text())
     assert set(timing["runs_s"]) == {"tied_s1", "lev_s1"}
     again = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)

@@ -1,0 +1,628 @@
+"""
+Every table and figure of the results docs, rendered from the run records (analysis/records.py): the marked blocks
+of README.md and docs/results.md, the whole of docs/results/trends.md, and the figures in docs/results/.
+
+    python -m analysis.render            # fill the blocks, write trends.md and the figures
+    python -m analysis.render --check    # exit 1 and name every doc that differs from what the records give
+
+A block is `<!-- render: NAME ARGS -->` ... `<!-- end render -->`, filled by BLOCKS[NAME](records, *ARGS); a number
+in prose is `<!-- = NAME ARGS -->VALUE<!-- = -->`, filled by VALUES[NAME]. Everything between the markers is
+rewritten; everything outside them is prose, which states directions and points to the tables.
+
+How a comparison reads (records.gap): per seed pair (seed s: the same initialisation stream and batches), the change
+of validation perplexity ppl_a / ppl_b - 1; the mean over the pairs; in how many pairs a is behind (its perplexity
+higher); "sd", the sample sd of the per-seed changes; with 3 or more pairs a 95% t-interval over seeds. The interval
+over validation windows (evaluate.py's bootstrap, given the trained models; it leaves out seed-to-seed variance)
+comes second and says so.
+"""
+import math
+import os
+import re
+import shlex
+import sys
+
+import numpy as np
+
+from analysis import records as R
+
+ROOT = R.ROOT
+DOCS = os.path.join(ROOT, "docs", "results")
+FILLED = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "results.md")]   # docs with marked blocks
+TRENDS = os.path.join(DOCS, "trends.md")                                                # a doc rendered whole
+COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
+BODIES = ("cpu", "ref", "big", "xl", "xxl")           # from table-heavy to body-heavy
+BLOCK = re.compile(r"(<!-- render: ([^>]*?) -->\n)(.*?)(<!-- end render -->)", re.S)
+VALUE = re.compile(r"(<!-- = ([^>]*?) -->)(.*?)(<!-- = -->)", re.S)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Formats
+
+def pc(x, digits=1) -> str:
+    """0.04 -> "+4.0%"; None -> "-"."""
+    return "-" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.{digits}f}%"
+
+
+def interval(ci) -> str:
+    return "-" if not ci or ci[0] is None else f"[{100 * ci[0]:+.1f}, {100 * ci[1]:+.1f}]"
+
+
+def per_seed(g) -> str:
+    return "-" if g is None else " / ".join(f"{100 * x:+.1f}" for x in g["gaps"])
+
+
+def behind(g) -> str:
+    return "-" if g is None else f"{g['behind']} of {g['n']}"
+
+
+def md_table(head, rows) -> str:
+    line = lambda r: "| " + " | ".join(str(c) for c in r) + " |"
+    return "\n".join([line(head), line(["---"] * len(head))] + [line(r) for r in rows])
+
+
+def lr_text(lr) -> str:
+    return re.sub(r"e-0(\d)", r"e-\1", f"{lr:.1e}".replace(".0e", "e"))
+
+
+def gap_cells(g, win=None) -> list:
+    """[per seed, mean, behind in, 95% over seeds, 95% over windows] of a comparison."""
+    if g is None:
+        return ["-"] * 5
+    return [per_seed(g), f"**{pc(g['mean'])}**", behind(g), interval(g["ci"]),
+            "-" if win is None else interval(win["ci"])]
+
+
+GAP_HEAD = ["per seed (%)", "mean", "behind in", "95% over seeds", "95% over windows"]
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Blocks
+
+def b_group(recs, *names) -> str:
+    """Where and how each group ran: its command, code, machine, day, tokens, epochs, windows, wall time."""
+    rows = []
+    for n in names:
+        r, s = recs[n], recs[n]["setting"]
+        wall = r.get("wall") or {}
+        per = wall.get("per_run") or (f"{min(wall['runs_s'].values()):.0f}-{max(wall['runs_s'].values()):.0f} s"
+                                      if wall.get("runs_s") else "")
+        w = "; ".join(x for x in (f"{per} a run" if per else "",
+                                  f"{wall['evaluate_s'] / 60:.1f} min to evaluate" if wall.get("evaluate_s") else "") if x)
+        rows.append([f"`{n}`", f"`{r['command']}`", r["commit"] or "-", f"{r['machine']}, {r['date']}",
+                     f"{r['dtype']}", f"{s['tokens'] / 1e6:.2f}M ({s['epochs']:.2f} epochs)" if s.get("epochs") else
+                     f"{s['tokens'] / 1e6:.2f}M", f"{s['val_windows']:,}" if s.get("val_windows") else "-", w or "-"])
+    return md_table(["group", "command", "code", "machine, day", "dtype", "training tokens", "val windows", "wall time"],
+                    rows)
+
+
+def b_arms(recs, name, base=None, *only) -> str:
+    """Every arm of a group against its baseline arm (or `base`): perplexity over seeds, the per-seed gaps, and the
+    zero-shot change on each other dataset (mean over seeds, behind in)."""
+    r = recs[name]
+    base = base or r["baseline"]
+    zero = sorted({d for run in r["runs"].values() for d in run["zero_shot"]})
+    rows = []
+    for arm in [a for a in R.arms(r) if not only or a in only or a == base]:
+        m, sd = R.mean_sd(r, arm)
+        n = len(R.losses(r, arm))
+        cells = [arm, n, f"{m:.2f}" + (f" ± {sd:.2f}" if sd is not None else "")]
+        if arm == base:
+            cells += ["-"] * 5 + ["-"] * len(zero)
+        else:
+            same = set(R.losses(r, arm)) == set(R.losses(r, base))     # the pooled interval is over the same seeds
+            cells += gap_cells(R.gap(r, arm, r, base), R.pooled(r, arm, "val", base=base) if same else None)
+            for d in zero:
+                z = R.gap(r, arm, r, base, key=f"zero_shot:{d}")
+                cells.append("-" if z is None else f"{pc(z['mean'])} ({behind(z)})")
+        rows.append(cells)
+    head = ["arm", "seeds", "val ppl, mean ± sd"] + [f"vs {base}: {h}" if i == 0 else h for i, h in enumerate(GAP_HEAD)]
+    head += [f"zero-shot ({d}): mean (behind in)" for d in zero]
+    return md_table(head, rows)
+
+
+def b_buckets(recs, name, view, base=None, *only) -> str:
+    """Per bucket ("seen": how many times the run saw the target; "freq": its relative frequency in the training
+    split): each arm's pooled change vs the baseline with the window interval; per-seed gaps where recorded."""
+    r = recs[name]
+    base = base or r["baseline"]
+    B = r.get("buckets", {}).get(view)
+    if not B:
+        return f"(not recorded for {name})"
+    shares = B["shares"] if isinstance(B["shares"], list) else B["shares"].get(base, next(iter(B["shares"].values())))
+    arms = [a for a in R.arms(r) if a != base and (not only or a in only)]
+    head = ["bucket", "share of targets"] + [f"{a} vs {base} [95% over windows]" for a in arms]
+    rows = []
+    for i, nm in enumerate(B["names"]):
+        if not shares[i]:
+            continue
+        row = [nm, f"{shares[i]:.1%}"]
+        for a in arms:
+            p = R.pooled(r, a, view, nm, base)
+            row.append("-" if p is None else f"{pc(p['change'])} {interval(p['ci'])}")
+        rows.append(row)
+    return md_table(head, rows)
+
+
+def curve_means(r, arm):
+    """{tokens: mean val loss over the arm's seeds} from the runs' curves (the same evals for every seed)."""
+    out = {}
+    for run in r["runs"].values():
+        if run["arm"] == arm and run.get("curve"):
+            for t, v in zip(*run["curve"]):
+                out.setdefault(t, []).append(v)
+    return {t: sum(v) / len(v) for t, v in sorted(out.items()) if t > 0}
+
+
+def curve_gap(r, arm, base, tokens):
+    """The per-seed loss differences (nats) of arm vs base at an eval's tokens."""
+    curves = lambda a: {run["seed"]: dict(zip(*run["curve"])) for run in r["runs"].values()
+                        if run["arm"] == a and run.get("curve")}
+    ca, cb = curves(arm), curves(base)
+    return [ca[s][tokens] - cb[s][tokens] for s in sorted(set(ca) & set(cb)) if tokens in ca[s] and tokens in cb[s]]
+
+
+def b_curve(recs, name, *pairs) -> str:
+    """Validation loss along training (the runs' logged evaluations, the same fixed windows for every arm): the
+    baseline's mean over seeds, and each pair's mean loss difference (nats) with the number of seed pairs behind."""
+    r = recs[name]
+    base = r["baseline"]
+    means = curve_means(r, base)
+    pairs = [p.split("-") for p in pairs] or [[a, base] for a in R.arms(r) if a != base]
+    marks = [t for t in means if t in (102400, 204800, 307200, 409600, 512000, 614400, 819200) or t == max(means)]
+    rows = [[base] + [f"{means[t]:.3f}" for t in marks]]
+    for a, b in pairs:
+        cells = []
+        for t in marks:
+            d = curve_gap(r, a, b, t)
+            cells.append("-" if not d else f"{sum(d) / len(d):+.3f} ({sum(x > 0 for x in d)}/{len(d)})")
+        rows.append([f"{a} - {b}"] + cells)
+    return md_table(["nats (seed pairs behind)"] + [f"{t / 1e3:,.0f}k" for t in marks], rows)
+
+
+def b_efficiency(recs, name) -> str:
+    """Training tokens each run needed to reach the baseline run's final logged validation loss (its log.jsonl)."""
+    r = recs[name]
+    rows = []
+    for arm in R.arms(r):
+        runs = [x for x in r["runs"].values() if x["arm"] == arm]
+        got = [x["tokens_to_baseline"] for x in runs if x["tokens_to_baseline"] is not None]
+        total = r["setting"]["tokens"]
+        rows.append([arm, f"{len(got)} of {len(runs)}", "-" if not got else
+                     " / ".join(f"{t / 1e3:,.0f}k" for t in got) + f" ({total / (sum(got) / len(got)):.2f}x fewer)"])
+    return md_table(["arm", "runs that reached the target", "tokens to it, per run (the full run's tokens / their mean)"],
+                    rows) + f"\n\nThe target: the {r['baseline']} runs' final logged validation loss, " \
+                            f"{r['efficiency_target']:.4f} (on the runs' own 16 evaluation batches)."
+
+
+def b_downstream(recs, name) -> str:
+    """The downstream tasks (lm-evaluation-harness, zero-shot): each arm's score, mean ± sd over seeds, and its
+    change vs tied with the harness items' paired bootstrap interval."""
+    D = recs[name]["downstream"]
+    arms = list(next(iter(next(iter(D.values())).values()))["arms"])
+    rows = []
+    for task, metrics in D.items():
+        for metric, e in metrics.items():
+            acc = metric != "perplexity"
+            f = (lambda v: f"{100 * v:.1f}") if acc else (lambda v: f"{v:.3g}")
+            cells = [task, metric, e["items"], "-" if e["chance"] is None else f"{100 * e['chance']:.1f}"]
+            cells += [f"{f(m)} ± {f(s)}" for m, s in e["arms"].values()]
+            unit = " pts" if acc else "%"
+            cells += [f"{100 * c[0]:+.1f}{unit} [{100 * c[1]:+.1f}, {100 * c[2]:+.1f}]" for c in e["change"].values()]
+            rows.append(cells)
+    return md_table(["task", "metric", "items", "chance"] + arms + [f"{a} vs tied [95% over items]"
+                                                                     for a in next(iter(next(iter(D.values())).values()))["change"]],
+                    rows)
+
+
+def b_protocol(recs, *names) -> str:
+    """The equal-footing protocols side by side: one seed per arm, each vs its own protocol's tied run."""
+    arms = R.arms(recs[names[0]])
+    head = ["arm"] + [f"{n.split('_', 1)[1]}: val ppl (vs tied [95% over windows])" for n in names]
+    rows = []
+    for a in arms:
+        row = [a]
+        for n in names:
+            r = recs[n]
+            m, _ = R.mean_sd(r, a)
+            p = R.pooled(r, a)
+            row.append(f"{m:.2f}" + ("" if a == "tied" or p is None else f" ({pc(p['change'])} {interval(p['ci'])})"))
+        rows.append(row)
+    return md_table(head, rows)
+
+
+def b_compare(recs, *specs) -> str:
+    """Comparisons across or within groups, each "GROUP:ARM/GROUP:ARM[:label]": the first against the second, paired by
+    seed."""
+    rows = []
+    for spec in specs:
+        label = None
+        if "=" in spec:
+            spec, label = spec.split("=", 1)
+        a, b = spec.split("/")
+        ga, arm_a = a.split(":")
+        gb, arm_b = b.split(":")
+        g = R.gap(recs[ga], arm_a, recs[gb], arm_b)
+        win = R.pooled(recs[ga], arm_a, base=arm_b) if ga == gb else None
+        rows.append([label or f"{arm_a} vs {arm_b}", f"{ga}" + ("" if gb == ga else f" / {gb}")]
+                    + gap_cells(g, win))
+    return md_table(["comparison", "groups"] + GAP_HEAD, rows)
+
+
+# The trends: each axis lists its groups explicitly (a group re-run after a fix replaces the one it supersedes; the
+# docs name both where both are shown).
+
+def rates(recs, *groups):
+    """{arm: {lr: {seed: (loss, group)}}} over the given groups (every learning rate tried). A listed group that
+    supersedes another listed one replaces its runs of the same arm and seed; two groups with the same arm, rate and
+    seed otherwise are an error (list one of them)."""
+    replaced = {(old, run["arm"], run["seed"]) for n in groups for old in recs[n].get("supersedes", []) if old in groups
+                for run in recs[n]["runs"].values()}
+    out = {}
+    for n in groups:
+        r = recs[n]
+        for run in r["runs"].values():
+            if run["arm"] not in ("tied", "untied", "lev") or (n, run["arm"], run["seed"]) in replaced:
+                continue
+            cell = out.setdefault(run["arm"], {}).setdefault(r["setting"]["lr"], {})
+            if run["seed"] in cell:
+                raise ValueError(f"{run['arm']} seed {run['seed']} at lr {r['setting']['lr']} is in {cell[run['seed']][1]} "
+                                 f"and {n}: list one of them.")
+            cell[run["seed"]] = (run["loss"], n)
+    return out
+
+
+def best_rate(by_lr: dict) -> float:
+    """The learning rate with the lowest mean loss over the seeds run at every rate of this arm."""
+    common = set.intersection(*(set(v) for v in by_lr.values()))
+    return min(by_lr, key=lambda lr: np.mean([x for s, (x, _) in by_lr[lr].items() if not common or s in common]))
+
+
+def at_best(recs, *groups) -> dict:
+    """{arm: (group, lr)} of each arm at its best rate among the groups."""
+    return {arm: (next(iter(by_lr[lr].values()))[1], lr) for arm, by_lr in rates(recs, *groups).items()
+            for lr in [best_rate(by_lr)]}
+
+
+def b_rates(recs, *groups) -> str:
+    """Validation perplexity per learning rate and arm over the groups (mean over seeds; how many); each arm's best in
+    bold (on the seeds it ran at every rate)."""
+    table = rates(recs, *groups)
+    lrs = sorted({lr for t in table.values() for lr in t})
+    best = {arm: best_rate(t) for arm, t in table.items()}
+    rows = []
+    for arm in ("tied", "untied", "lev"):
+        if arm not in table:
+            continue
+        cells = [arm]
+        for lr in lrs:
+            v = table[arm].get(lr)
+            s = "-" if v is None else f"{np.mean([math.exp(x) for x, _ in v.values()]):.2f} ({len(v)})"
+            cells.append(f"**{s}**" if v is not None and lr == best[arm] else s)
+        rows.append(cells)
+    return md_table(["arm"] + [f"lr {lr_text(lr)}" for lr in lrs], rows)
+
+
+def b_at_best(recs, *groups) -> str:
+    """The arms each at its best rate among the groups, paired by seed."""
+    best = at_best(recs, *groups)
+    specs = [f"{best[a][0]}:{a}/{best[b][0]}:{b}={a} ({lr_text(best[a][1])}) vs {b} ({lr_text(best[b][1])})"
+             for a, b in (("lev", "tied"), ("lev", "untied"), ("untied", "tied")) if a in best and b in best]
+    return b_compare(recs, *specs)
+
+
+def setting_text(r) -> str:
+    s = r["setting"]
+    dev = "GPU" if r["device"] == "cuda" else "CPU"
+    return (f"{s['body']}, {s['tokenizer']}, lr {lr_text(s['lr'])}, {s['tokens'] / 1e6:.2f}M tokens"
+            + (f" ({s['epochs']:.2f} epochs)" if s.get("epochs") else "") + f", {r['dtype']}, {dev}")
+
+
+def b_trend(recs, *groups) -> str:
+    """A row per group: lev vs tied, lev vs untied and untied vs tied within it, paired by seed."""
+    rows = []
+    for n in groups:
+        r = recs[n]
+        cells = [f"`{n}`", setting_text(r)]
+        for a, b in (("lev", "tied"), ("lev", "untied"), ("untied", "tied")):
+            g = R.gap(r, a, r, b)
+            cells.append("-" if g is None else f"{pc(g['mean'])} ({per_seed(g)}; {behind(g)})")
+        rows.append(cells)
+    return md_table(["group", "setting", "lev vs tied", "lev vs untied", "untied vs tied"], rows)
+
+
+def axis_x(axis, r) -> float:
+    """A group's place on an axis: the body's share of a tied model (%), log2 V, or log10 of the training tokens."""
+    from data.tokenizers import VOCAB_SIZES
+    s = r["setting"]
+    if axis == "size":
+        return 100 * (1 - input_share(s["body"])["share"])
+    if axis == "vocab":
+        return math.log2(VOCAB_SIZES[s["tokenizer"]])
+    if axis == "length":
+        return math.log10(s["tokens"])
+    raise ValueError(f"no axis {axis!r}")
+
+
+def input_share(body, V=None) -> dict:
+    """The input table's share of a tied model, and LEV's input map vs the table, at a body and V (meta device)."""
+    import torch
+    from lev import GPT2_VOCAB
+    from model import GPT, GPTConfig
+    from util.presets import PRESETS
+    with torch.device("meta"):
+        tied = GPT(GPTConfig.from_preset(PRESETS[body], vocab_size=V or GPT2_VOCAB, emb="tied")).param_breakdown()
+        lev = GPT(GPTConfig.from_preset(PRESETS[body], vocab_size=V or GPT2_VOCAB, emb="lev")).param_breakdown()
+    return dict(table=tied["input"], tied_total=tied["total"], share=tied["input"] / tied["total"],
+                lev_vs_table=lev["input"] / tied["input"])
+
+
+def b_shares(recs, *groups) -> str:
+    """What the model is at each group's body and vocabulary: the table's share of a tied model, LEV's input map
+    against the table."""
+    from data.tokenizers import VOCAB_SIZES
+    rows = []
+    for n in groups:
+        s = recs[n]["setting"]
+        sh = input_share(s["body"], VOCAB_SIZES[s["tokenizer"]])
+        rows.append([f"`{n}`", s["body"], f"{VOCAB_SIZES[s['tokenizer']]:,}", f"{sh['tied_total'] / 1e6:.1f}M",
+                     f"{sh['share']:.0%}", f"{sh['lev_vs_table']:.1%}"])
+    return md_table(["group", "body", "V", "tied model", "the table's share of it", "LEV's input map / the table"], rows)
+
+
+def fit(x, y) -> dict:
+    """Least squares y = a + b x -> a, b, the standard error of b, n; None with fewer than 3 points or one x."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.ptp(x) == 0:
+        return None
+    X = np.stack([np.ones_like(x), x], 1)
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ coef
+    cov = resid @ resid / max(1, len(x) - 2) * np.linalg.inv(X.T @ X)
+    return dict(a=coef[0], b=coef[1], se=math.sqrt(cov[1, 1]), n=len(x))
+
+
+UNITS = {"size": "per point of the body's share", "vocab": "per doubling of V", "length": "per tenfold more tokens"}
+
+
+def b_fit(recs, axis, *groups) -> str:
+    """A straight line through lev vs tied (nats, every seed pair) against the axis's x, over the given groups."""
+    pts = []
+    for n in groups:
+        g = R.gap(recs[n], "lev", recs[n], "tied")
+        pts += [(axis_x(axis, recs[n]), math.log1p(v)) for v in g["gaps"]]
+    f = fit(*zip(*pts)) if pts else None
+    if f is None:
+        return "Too few points for a line."
+    sig = abs(f["b"]) > 2 * f["se"]
+    return (f"A straight line through lev vs tied (nats, each seed pair of {', '.join(f'`{n}`' for n in groups)}; "
+            f"{f['n']} points): slope {f['b']:+.4f} nats {UNITS[axis]}, standard error {f['se']:.4f}: "
+            + ("more than two standard errors from zero." if sig else "within two standard errors of zero: no trend."))
+
+
+def b_headline(recs) -> str:
+    """The README's table: the main comparisons, each with its seeds, the mean gap and the seed pairs behind."""
+    big = at_best(recs, *SIZE_BIG_RATES)
+    rows = []
+    for label, ga, a, gb, b in (
+            ("4 x 128 (the quick start's), GPT-2 vocabulary: lev vs tied", "cpu_rerun", "lev", "cpu_rerun", "tied"),
+            ("the same: lev vs untied", "cpu_rerun", "lev", "cpu_rerun", "untied"),
+            ("6 x 384: lev vs tied", "ref", "lev", "ref", "tied"),
+            ("8 x 512, each arm at its best rate: lev vs tied", big["lev"][0], "lev", big["tied"][0], "tied"),
+            ("4 x 128, o200k_base (the paper's vocabulary): lev vs tied", "cpu_o200k_base", "lev", "cpu_o200k_base", "tied")):
+        g = R.gap(recs[ga], a, recs[gb], b)
+        rows.append([label, g["n"], pc(g["mean"]), behind(g),
+                     interval(g["ci"]) if g["ci"] else "fewer than 3 pairs", "yes" if R.within_seed_noise(g) else "no"])
+    return md_table(["comparison (validation perplexity)", "seed pairs", "mean change", "lev behind in",
+                     "95% over seeds", "within seed noise"], rows)
+
+
+# The groups each trend reads (docs/results/trends.md says why these).
+LR_CPU = ("cpu_rerun", "cpu_lr1e-3", "cpu_lr4e-3", "cpu_lr8e-3_tied", "cpu_lr8e-3_lev")
+SIZE_BIG_RATES = ("big_lnfix", "big", "big_lr6e-4", "big_lr4e-4", "big_lr1.5e-3", "big_lr4e-4_untied")
+SIZE_XL_RATES = ("xl", "xl_lr1e-3")
+LENGTH = ("cpu_rerun", "cpu_len2m", "cpu_len8m")
+SIZE = ("cpu_rerun", "ref", "big_lnfix", "xl", "xxl")
+SIZE_OTHERS = ("big", "big_gpu", "big_lr6e-4", "xl_lr1e-3")
+VOCAB = ("cpu_rerun", "cpu_cl100k_base", "cpu_o200k_base")
+
+
+BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, efficiency=b_efficiency,
+              downstream=b_downstream, protocol=b_protocol, compare=b_compare, rates=b_rates, at_best=b_at_best,
+              trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Inline values
+
+def v_gap(recs, ga, a, b, gb=None):
+    g = R.gap(recs[ga], a, recs[gb or ga], b)
+    return pc(g["mean"])
+
+
+def v_behind(recs, ga, a, b, gb=None):
+    return behind(R.gap(recs[ga], a, recs[gb or ga], b))
+
+
+def v_count(recs, *names):
+    return str(sum(len(recs[n]["runs"]) for n in names))
+
+
+def v_reach(recs, name, arm):
+    """How many of an arm's runs reached the baseline's final logged loss, and how much sooner on average."""
+    r = recs[name]
+    runs = [x for x in r["runs"].values() if x["arm"] == arm]
+    got = [x["tokens_to_baseline"] for x in runs if x["tokens_to_baseline"] is not None]
+    return f"{len(got)} of {len(runs)}" + (f", {r['setting']['tokens'] / (sum(got) / len(got)):.2f}x fewer tokens"
+                                           if got else "")
+
+
+def v_bucket(recs, name, arm, view, bucket, base=None):
+    """An arm's pooled change in one bucket, with its interval over windows."""
+    p = R.pooled(recs[name], arm, view, bucket.replace("_", " "), base)
+    return f"{pc(p['change'])} {interval(p['ci'])}"
+
+
+def v_ppl(recs, name, arm):
+    return f"{R.mean_sd(recs[name], arm)[0]:.1f}"
+
+
+VALUES = dict(gap=v_gap, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket, ppl=v_ppl)
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Figures
+
+def save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+    import matplotlib.pyplot as plt
+    plt.close(fig)
+    return path
+
+
+def figures(recs, out=DOCS) -> list:
+    """The figures the docs show, from the records: the main comparison's curves and buckets, the trends."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    paths = []
+    r = recs["cpu_rerun"]
+    fig, ax = plt.subplots(figsize=(6, 3.8))
+    for arm in ("tied", "untied", "lev"):
+        m = curve_means(r, arm)
+        ax.plot([t / 1e6 for t in m], [math.exp(v) for v in m.values()], "o-", ms=3, color=COLORS[arm],
+                label=f"{arm} (mean of {len(R.losses(r, arm))} seeds)")
+    ax.set(yscale="log", xlabel="training tokens (M)", ylabel="val perplexity (16 eval batches)",
+           title="The main comparison along training (cpu_rerun)")
+    ax.legend(frameon=False)
+    paths.append(save(fig, os.path.join(out, "cpu_curves.png")))
+    for name in ("cpu_rerun", "ref"):
+        rec = recs[name]
+        fig, axes = plt.subplots(1, 2, figsize=(9, 3.6))
+        for ax, view, title in zip(axes, ("seen", "freq"), ("times the run saw the target", "target's training frequency")):
+            B = rec["buckets"][view]
+            names = B["names"]
+            for k, arm in enumerate(a for a in ("untied", "lev") if a in R.arms(rec)):
+                ch = [R.pooled(rec, arm, view, nm) for nm in names]
+                xs = [i + 0.15 * (2 * k - 1) for i, c in enumerate(ch) if c]
+                ys = [100 * c["change"] for c in ch if c]
+                err = [[100 * (c["change"] - c["ci"][0]) for c in ch if c], [100 * (c["ci"][1] - c["change"]) for c in ch if c]]
+                ax.errorbar(xs, ys, yerr=err, fmt="o", color=COLORS[arm], label=f"{arm} vs tied")
+            ax.axhline(0, color="grey", lw=0.8)
+            ax.set_xticks(range(len(names)), names, rotation=30, fontsize=7)
+            ax.set(title=title, ylabel="val ppl change vs tied (%)")
+        axes[0].legend(frameon=False, fontsize=8)
+        fig.suptitle(f"{name}: pooled changes, 95% over validation windows (given the models)", fontsize=9)
+        paths.append(save(fig, os.path.join(out, f"{name.split('_')[0]}_buckets.png")))
+    for axis, groups, xlabel in (("size", SIZE, "the body's share of a tied model (%)"),
+                                 ("vocab", VOCAB, "vocabulary size V (log2)"), ("length", LENGTH, "training tokens (log10)")):
+        fig, ax = plt.subplots(figsize=(5.5, 3.6))
+        for i, n in enumerate(groups):
+            x = axis_x(axis, recs[n])
+            for arm in ("untied", "lev"):
+                g = R.gap(recs[n], arm, recs[n], "tied")
+                if g:
+                    ax.plot([x] * g["n"], [100 * v for v in g["gaps"]], "o", color=COLORS[arm], alpha=0.5,
+                            label=f"{arm} vs tied (seed pairs)" if i == 0 else None)
+                    ax.plot([x], [100 * g["mean"]], "_", ms=14, color=COLORS[arm])
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set(xlabel=xlabel, ylabel="val ppl change vs tied (%)", title=f"The gap along the {axis} axis")
+        ax.set_xticks([axis_x(axis, recs[n]) for n in groups], groups, fontsize=7, rotation=15)
+        ax.legend(frameon=False, fontsize=7)
+        paths.append(save(fig, os.path.join(out, f"trends_{axis}.png")))
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    for arm, by_lr in rates(recs, *LR_CPU).items():
+        lrs = sorted(lr for lr in by_lr if 1 in by_lr[lr])
+        ax.plot(lrs, [math.exp(by_lr[lr][1][0]) for lr in lrs], "o-", color=COLORS[arm], label=arm)
+    ax.set(xscale="log", xlabel="peak learning rate", ylabel="val perplexity (seed 1)",
+           title="Learning rate per arm: cpu body, 1.02M tokens")
+    ax.legend(frameon=False)
+    paths.append(save(fig, os.path.join(out, "trends_lr.png")))
+    return paths
+
+
+# ------------------------------------------------------------------------------------------------------------
+# Docs
+
+def call(table, spec, recs):
+    name, *args = shlex.split(spec)
+    if name not in table:
+        raise ValueError(f"unknown render name {name!r}; known: {', '.join(table)}")
+    return table[name](recs, *args)
+
+
+def fill(text: str, recs: dict) -> str:
+    """text with every block and inline value rendered from the records."""
+    text = BLOCK.sub(lambda m: m[1] + call(BLOCKS, m[2], recs) + "\n" + m[4], text)
+    return VALUE.sub(lambda m: m[1] + call(VALUES, m[2], recs) + m[4], text)
+
+
+def trends_doc(recs) -> str:
+    """docs/results/trends.md, whole."""
+    g = lambda names: ", ".join(f"`{n}`" for n in names)
+    return "\n".join([
+        "# Where LEV starts to pay: the trends", "",
+        "Rendered by `python -m analysis.render` from the run records (docs/results/records/); docs/results.md "
+        "section 7 has the commands and the reading. A cell: the first arm's change of validation perplexity against the "
+        "second, mean over seed pairs (each pair's change in %; in how many pairs the first arm is behind). Each axis "
+        "lists the groups it reads; a group re-run after a fix stands in for the one it supersedes.", "",
+        "## 1. Learning rate, per arm", "",
+        f"The cpu body (4 x 128, GPT-2 vocabulary, 1.02M tokens) at each learning rate ({g(LR_CPU)}): validation "
+        "perplexity, mean over seeds (how many); each arm's best in bold. Nothing else changes along this axis.", "",
+        b_rates(recs, *LR_CPU), "", "Each arm at its best rate:", "", b_at_best(recs, *LR_CPU), "",
+        "![learning rate](trends_lr.png)", "",
+        "## 2. Training length", "",
+        "The cpu body trained on longer schedules (the cosine run to its end), every arm on the same batches. What else "
+        "changes along this axis: the passes over the training split (the epochs in the setting column: the longest "
+        "reads the 3.24M-token split about 2.5 times), and the learning rate at a given token (a longer schedule "
+        "anneals later).", "",
+        b_trend(recs, *LENGTH), "", b_fit(recs, "length", *LENGTH), "", "![length](trends_length.png)", "",
+        "## 3. Model size", "",
+        "One group per body, at that body's own learning rate. What else changes along this axis: the learning rate "
+        "(falling with width, as in GPT-3's table), the context (128 for cpu, 256 above), the steps (1,000 or 500; the "
+        "tokens stay 1.02M) and the device (xl and xxl on one GPU).", "",
+        b_shares(recs, *SIZE), "", b_trend(recs, *SIZE), "", b_fit(recs, "size", *SIZE), "",
+        "Other groups at these bodies (another learning rate, device or LEV's LayerNorm decayed), not in the line:", "",
+        b_trend(recs, *SIZE_OTHERS), "", "![size](trends_size.png)", "",
+        "## 4. Vocabulary", "",
+        "The same three books re-tokenised; the cpu body. What else changes: the training split's tokens (each tokenizer "
+        "cuts the text differently) and what a perplexity is (per token of each tokenizer: only the changes compare).", "",
+        b_shares(recs, *VOCAB), "", b_trend(recs, *VOCAB), "", b_fit(recs, "vocab", *VOCAB), "",
+        "![vocabulary](trends_vocab.png)", "",
+        "## 5. Learning rate per arm, the larger bodies", "",
+        f"big on a CPU ({g(SIZE_BIG_RATES)}): validation perplexity per learning rate (mean over seeds; how many), each "
+        "arm's best in bold, and the arms each at its best rate:", "",
+        b_rates(recs, *SIZE_BIG_RATES), "", b_at_best(recs, *SIZE_BIG_RATES), "",
+        f"xl on a GPU ({g(SIZE_XL_RATES)}):", "", b_rates(recs, *SIZE_XL_RATES), "", b_at_best(recs, *SIZE_XL_RATES), ""])
+
+
+def render(recs=None, write=True) -> dict:
+    """{path: rendered text} of every doc; write=True writes them and the figures."""
+    recs = recs or R.load_all()
+    out = {p: fill(open(p, encoding="utf-8").read(), recs) for p in FILLED}
+    out[TRENDS] = trends_doc(recs)
+    if write:
+        for p, text in out.items():
+            with open(p, "w", encoding="utf-8") as f:
+                f.write(text)
+        figures(recs)
+    return out
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    if argv and argv != ["--check"]:
+        sys.exit(__doc__)
+    if argv == ["--check"]:
+        stale = [p for p, text in render(write=False).items() if open(p, encoding="utf-8").read() != text]
+        if stale:
+            sys.exit("these docs differ from what the records give (python -m analysis.render rewrites them): "
+                     + ", ".join(os.path.relpath(p, ROOT) for p in stale))
+        print("every doc agrees with the records")
+        return
+    for p in render():
+        print(f"wrote {os.path.relpath(p, ROOT)}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,86 @@
+"""The results docs are rendered from the run records: the committed docs agree with the records, a changed record
+changes them, and the statistics over seeds are what a hand computation gives."""
+import copy
+import json
+import math
+import os
+
+import pytest
+
+from analysis import records as R
+from analysis import render
+
+
+@pytest.fixture(scope="module")
+def recs():
+    return R.load_all()
+
+
+def test_every_committed_doc_is_what_the_records_give(recs):
+    """python -m analysis.render reproduces README.md, docs/results.md and docs/results/trends.md byte for byte."""
+    for path, text in render.render(recs, write=False).items():
+        assert open(path, encoding="utf-8").read() == text, f"{path} differs from its records: python -m analysis.render"
+
+
+def test_one_changed_record_value_changes_the_docs(recs):
+    """The check above can fail: lev's seed-1 loss of the main comparison, moved by 0.01 nats, changes the README's
+    table, docs/results.md and trends.md."""
+    changed = copy.deepcopy(recs)
+    changed["cpu_rerun"]["runs"]["lev_s1"]["loss"] += 0.01
+    before, after = render.render(recs, write=False), render.render(changed, write=False)
+    assert all(before[p] != after[p] for p in before)
+
+
+def test_gap_statistics_by_hand():
+    """Per-seed gaps exp(la - lb) - 1, their mean (exp of the mean loss difference), the pairs behind, the sd of
+    the per-seed gaps, and a t-interval over 3 seeds; no interval with 2."""
+    rec = dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={}) for (a, s), l in
+                     {("tied", 1): 5.0, ("tied", 2): 5.1, ("tied", 3): 4.9,
+                      ("lev", 1): 5.04, ("lev", 2): 5.13, ("lev", 3): 4.95, ("lev", 4): 9.0}.items()})
+    g = R.gap(rec, "lev", rec, "tied")
+    d = [0.04, 0.03, 0.05]
+    assert g["seeds"] == [1, 2, 3] and g["behind"] == 3 and g["n"] == 3
+    assert g["gaps"] == pytest.approx([math.expm1(x) for x in d])
+    assert g["mean"] == pytest.approx(math.expm1(0.04))
+    sd = math.sqrt(sum((x - 0.04) ** 2 for x in d) / 2)
+    assert g["ci"] == pytest.approx([math.expm1(0.04 - 4.303 * sd / math.sqrt(3)), math.expm1(0.04 + 4.303 * sd / math.sqrt(3))])
+    assert not R.within_seed_noise(g)
+    two = R.gap(rec, "lev", rec, "tied", seeds=[1, 2])
+    assert two["ci"] is None and R.within_seed_noise(two)
+    back = R.gap(rec, "tied", rec, "lev")
+    assert back["behind"] == 0 and back["mean"] == pytest.approx(math.expm1(-0.04))
+
+
+def test_rates_take_a_superseding_groups_runs_and_refuse_two_of_one_run(recs):
+    """big_lnfix supersedes big: its tied and lev replace big's at 1e-3, and big's untied stays; listing two groups
+    with the same arm, rate and seed otherwise is an error."""
+    table = render.rates(recs, "big", "big_lnfix")
+    assert {g for _, g in table["tied"][1e-3].values()} == {"big_lnfix"}
+    assert {g for _, g in table["untied"][1e-3].values()} == {"big"}
+    fake = copy.deepcopy(recs)
+    fake["big_copy"] = dict(fake["big"], name="big_copy", supersedes=[])
+    with pytest.raises(ValueError, match="list one of them"):
+        render.rates(fake, "big", "big_copy")
+
+
+def test_a_block_and_an_inline_value_are_filled_and_unknown_names_refused(recs):
+    text = ("x <!-- = gap cpu_rerun lev tied -->old<!-- = --> y\n<!-- render: arms cpu_rerun tied lev -->\nstale\n"
+            "<!-- end render -->\n")
+    out = render.fill(text, recs)
+    g = R.gap(recs["cpu_rerun"], "lev", recs["cpu_rerun"], "tied")
+    assert f"<!-- = gap cpu_rerun lev tied -->{100 * g['mean']:+.1f}%<!-- = -->" in out and "stale" not in out
+    assert "| lev | 3 |" in out and "| untied |" not in out
+    with pytest.raises(ValueError, match="unknown render name"):
+        render.fill("<!-- render: nothing -->\n<!-- end render -->", recs)
+
+
+def test_every_record_is_complete_and_its_runs_pair_by_seed(recs):
+    """Each record names its command, machine, setting and baseline; every run has an arm, a seed and a loss, and
+    the saved file is what save() writes (a run per line)."""
+    assert len(recs) >= 20
+    for name, r in recs.items():
+        for key in ("command", "machine", "date", "dtype", "setting", "baseline", "source", "runs"):
+            assert r.get(key) is not None, (name, key)
+        assert all(run["arm"] and run["seed"] >= 1 and 3 < run["loss"] < 12 for run in r["runs"].values()), name
+        path = os.path.join(R.RECORDS, f"{name}.json")
+        assert json.load(open(path)) == r
