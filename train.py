@@ -9,6 +9,7 @@ save, the loop.
     python train.py --preset=pile-200m --emb=lev       # the paper's setting in small (one GPU)
     torchrun --standalone --nproc_per_node=8 train.py --preset=pile-1b --grad-accum=4   # several GPUs
     python train.py --out-dir=out/lev --resume         # continue a run exactly where it stopped
+    python train.py --preset=pile-1b --dry-run         # what a preset builds and its token budget, on any machine
 
 Every field of TrainConfig and model.GPTConfig is a flag (`--max-iters` or `--max_iters`; `--compile=False`;
 LEV's as `--lev-rank`, ...); `--help` explains each. A preset (util/presets.py) sets defaults; flags given on the
@@ -30,7 +31,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from data.loader import open_dataset
+from data.loader import dataset_path, open_dataset, prepare_hint, split_dir_name
+from data.tokenizers import VOCAB_SIZES
 from fast import FAST, accelerate
 from model import GPT, GPTConfig
 from util import checkpoint, runtime
@@ -76,6 +78,8 @@ class TrainConfig:
                                   # (notebooks; problems are still printed)
     preset: str = "cpu"           # named defaults (util/presets.py; cpu: the quick start's size); flags given on the
                                   # command line override them
+    dry_run: bool = False         # print the banner (sizes, parameters, token budget) and exit: the model is built on
+                                  # the meta device, so no GPU, no memory and no prepared dataset are needed
 
     CHOICES = dict(preset=tuple(PRESETS), dtype=("auto", *runtime.DTYPES), fast=FAST)
 
@@ -172,6 +176,8 @@ def setup(argv=None) -> Run:
             if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir"):
                 setattr(args, k, v)
         tc = pick(TrainConfig, args, out_dir=tc.out_dir)
+    if tc.dry_run:
+        return dry_run(args, tc, preset, rank, world)
     device = runtime.pick_device(tc.device, local_rank, why=f"the preset {tc.preset}" if "device" not in given else "")
     dtype, dtype_why = runtime.pick_dtype(tc.dtype, device)
     memory = runtime.keep_freed_memory() if device == "cpu" and tc.keep_freed_memory else ""
@@ -194,10 +200,7 @@ def setup(argv=None) -> Run:
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.startswith("cuda") else None)
     scaler = torch.amp.GradScaler(device.split(":")[0], enabled=(dtype == "float16"))
-    n_val = tc.eval_iters * tc.batch_size * world     # fixed windows, evenly spread; all if the split is smaller
-    windows = data.val_windows(block_size=mc.block_size)
-    if len(windows[0]) > n_val:
-        windows = data.val_windows(n=n_val, block_size=mc.block_size)
+    windows = val_windows(data, tc, mc, world)
     run = Run(tc, mc, preset, data, windows, raw_model, model, optimizer, scaler, device, dtype, rank, world)
     if ckpt is not None:
         restore(run, ckpt)
@@ -214,10 +217,36 @@ def setup(argv=None) -> Run:
     return run
 
 
+def val_windows(data, tc: TrainConfig, mc: GPTConfig, world: int):
+    """The fixed validation windows (xs, ys): eval_iters x batch_size x world of them, evenly spread (all if the
+    split is smaller); the same for every arm and seed."""
+    n_val = tc.eval_iters * tc.batch_size * world
+    windows = data.val_windows(block_size=mc.block_size)
+    return windows if len(windows[0]) <= n_val else data.val_windows(n=n_val, block_size=mc.block_size)
+
+
+def dry_run(args, tc: TrainConfig, preset: str, rank: int, world: int) -> Run:
+    """--dry-run: the model built on the meta device (no memory, no GPU), the dataset if it is prepared (else V from
+    the tokenizer its folder name says), the banner; nothing is trained or written."""
+    path = dataset_path(tc.dataset, tc.data_root)
+    data = open_dataset(tc.dataset, tc.data_root) if os.path.exists(os.path.join(path, "meta.json")) else None
+    tokenizer = split_dir_name(os.path.basename(os.path.normpath(path)))[1] or "gpt2"   # data/prepare.py's default
+    if data is None and tokenizer not in VOCAB_SIZES:
+        raise FileNotFoundError(f"--dry-run needs the prepared dataset {path} to know V for the {tokenizer} tokenizer: "
+                                f"prepare it with `{prepare_hint(path)}`.")
+    mc = pick(GPTConfig, args, vocab_size=data.vocab_size if data else VOCAB_SIZES[tokenizer])
+    with torch.device("meta"):
+        raw_model = GPT(mc)
+    windows = val_windows(data, tc, mc, world) if data else None
+    run = Run(tc, mc, preset, data, windows, raw_model, None, None, None, tc.device, tc.dtype, rank, world)
+    banner(run, "--dry-run: decided on the machine that trains")
+    return run
+
+
 def banner(run: Run, dtype_why: str, memory: str = ""):
     """What was decided, and why."""
     tc, mc, data, bd = run.tc, run.mc, run.data, run.raw_model.param_breakdown()
-    gpu = torch.cuda.get_device_name(run.device) if run.device.startswith("cuda") else ""
+    gpu = torch.cuda.get_device_name(run.device) if run.device.startswith("cuda") and not tc.dry_run else ""
     total = run.tokens_per_step * tc.max_iters
     run.say(f"preset {run.preset}: {PRESETS[run.preset]}")
     run.say(f"device {run.device}{' (' + gpu + ')' if gpu else ''}, {run.world} process(es); dtype {run.dtype} "
@@ -228,16 +257,32 @@ def banner(run: Run, dtype_why: str, memory: str = ""):
     run.say(f"parameters: input map {bd['input']:,} | output head {bd['output']:,}"
             f"{' (tied: shares the input table)' if mc.emb == 'tied' else ''} | body {bd['body']:,} | total {bd['total']:,}")
     run.say(f"tokens per step {run.tokens_per_step:,} = {tc.batch_size} seq x {mc.block_size} tokens x {tc.grad_accum} "
-            f"accum x {run.world} proc; {tc.max_iters} steps = {total:,} tokens")
-    n_train = data.num_tokens("train")
-    run.say(f"dataset {data.path}: tokenizer {data.tokenizer_name} (V={data.vocab_size}), train {n_train:,} tokens, "
-            f"val {data.num_tokens('val'):,} tokens; {len(run.windows[0])} fixed validation windows")
-    if total > n_train:
-        run.say(f"note: this run reads {total:,} training tokens from a {n_train:,}-token train split: "
-                f"{total / n_train:.1f} epochs (windows are drawn at random, so some text is seen more often); "
-                f"prepare more text for single-epoch training")
-    run.say(f"{'resuming at step ' + str(run.step) if run.resumed_at >= 0 else 'starting at step 0'}; "
-            f"run dir {tc.out_dir}")
+            f"accum x {run.world} proc; {tc.max_iters:,} steps = {total:,} tokens ({short(total)}), "
+            f"{total / bd['total']:.3g} per parameter of this model (Chinchilla-optimal: about 20)")
+    if data is None:                                                  # --dry-run without the prepared dataset
+        path = dataset_path(tc.dataset, tc.data_root)
+        tokenizer = split_dir_name(os.path.basename(os.path.normpath(path)))[1] or "gpt2"
+        run.say(f"dataset {path}: not prepared (a dry run needs none; V from its tokenizer, {tokenizer}); for one "
+                f"epoch prepare at least {total:,} training tokens (data/prepare.py --max-tokens "
+                f"{math.ceil(total / 1e8) / 10:g}e9)")
+    else:
+        n_train = data.num_tokens("train")
+        run.say(f"dataset {data.path}: tokenizer {data.tokenizer_name} (V={data.vocab_size}), train {n_train:,} tokens, "
+                f"val {data.num_tokens('val'):,} tokens; {len(run.windows[0])} fixed validation windows")
+        if total > n_train:
+            run.say(f"note: this run reads {total:,} training tokens from a {n_train:,}-token train split: "
+                    f"{total / n_train:.1f} epochs (windows are drawn at random, so some text is seen more often); "
+                    f"prepare more text for single-epoch training")
+    if tc.dry_run:
+        run.say("dry run: nothing trained or written")
+    else:
+        run.say(f"{'resuming at step ' + str(run.step) if run.resumed_at >= 0 else 'starting at step 0'}; "
+                f"run dir {tc.out_dir}")
+
+
+def short(n: float) -> str:
+    """A count in thousands, millions or billions: 24.1B, 1.02M, 205k."""
+    return next(f"{n / s:.3g}{u}" for s, u in ((1e9, "B"), (1e6, "M"), (1e3, "k"), (1, "")) if n >= s or s == 1)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -433,11 +478,14 @@ def sample_at_end(run: Run):
             important=True)
 
 
-EXIT_CODES = {"done": 0, "paused": 0, "interrupted": 0, "nan": 1}
+EXIT_CODES = {"done": 0, "paused": 0, "interrupted": 0, "nan": 1, "dry run": 0}
 
 
 def main(argv=None):
     run = setup(argv)
+    if run.tc.dry_run:
+        return dict(status="dry run", step=0, params=run.raw_model.param_breakdown(),
+                    tokens=run.tokens_per_step * run.tc.max_iters, out_dir=run.tc.out_dir)
     try:
         status = train(run)
     finally:

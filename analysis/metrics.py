@@ -18,10 +18,20 @@ import torch.nn.functional as F
 
 DEFAULT_EDGES = (1e-4, 1e-5, 1e-6, 1e-7)   # relative training frequencies that bound the buckets
 DEFAULT_COUNT_EDGES = (1, 4, 16, 64, 256, 1024)   # times seen: lower bounds of the buckets after "0" (our choice: x4)
+STRATA = ("target", "input")   # the token a position is bucketed by (strata_ids)
 
 
 # ----------------------------------------------------------------------------------------------------
 # Buckets (relative training frequency; times the run saw the token) and the bootstrap.
+
+def strata_ids(xs, ys, strata="target"):
+    """The token each position of windows (xs inputs, ys targets) is bucketed by: its target y, the token scored
+    there (the default, as the paper's frequency analysis), or its input x, the token whose embedding the input
+    map generates there. xs, ys (W, T) -> (W, T)."""
+    if strata not in STRATA:
+        raise ValueError(f"strata must be one of {', '.join(STRATA)}; got {strata!r}.")
+    return ys if strata == "target" else xs
+
 
 def bucket_names(edges):
     e = [f"{x:.0e}" for x in edges]

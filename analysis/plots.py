@@ -146,6 +146,7 @@ def plot_buckets(result, path):
     sets, base = result["datasets"], result["baseline"]
     color = group_colors(result["groups"])
     seen = any(d.get("seen_buckets") for d in sets)
+    who = "input token" if result.get("strata", "target") == "input" else "target"   # evaluate.py --strata
     ratios = [3, 1.3] + ([3] if seen else [])
     fig, axes = plt.subplots(len(ratios), len(sets), figsize=(7 * len(sets), 2.3 * sum(ratios) + 0.6),
                              squeeze=False, gridspec_kw=dict(height_ratios=ratios))
@@ -157,7 +158,7 @@ def plot_buckets(result, path):
             [f"all\nn={d['positions'][-1]:,}"]
         change_bars(axes[0, col], d["groups"], runs, base, keep, labels, color)
         axes[0, col].set(title=f"{name}: ppl change per training-frequency bucket",
-                         xlabel="target's relative frequency in the training split (n = targets)")
+                         xlabel=f"{who}'s relative frequency in the training split (n = positions)")
         ppl_bars(axes[1, col], d["groups"], keep, [x.split("\n")[0] for x in labels], color)
         axes[1, col].set_title("absolute perplexity (mean over runs, +- sd)", fontsize=9)
         S = d.get("seen_buckets")
@@ -173,7 +174,7 @@ def plot_buckets(result, path):
         change_bars(axes[2, col], G, runs, base, keep,
                     [f"{S['names'][i]}\n{share[i]:.1%}" for i in keep[:-1]] + ["all"], color)
         axes[2, col].set(title=f"{name}: ppl change per seen-count bucket",
-                         xlabel="times the run saw the target token in its training batches (share of targets)")
+                         xlabel=f"times the run saw the {who} in its training batches (share of positions)")
     n = {g: len(e["runs"]) for g, e in result["groups"].items()}
     handles = [plt.Rectangle((0, 0), 1, 1, color=color[g], alpha=0.85) for g in n] + [
         plt.Line2D([], [], ls="none", marker="o", mfc="lightgrey", mec="k"),
@@ -193,8 +194,11 @@ def plot_lev_basis(lev: LEV, path, head=0, n_dims=4, n_modes=4, title=""):
     cfg, dev = lev.cfg, lev.W.device
     u = torch.linspace(0, 1, 401, device=dev)
     B = bspline_basis(u, cfg.kappa, cfg.basis_norm)                          # (401, kappa)
+    width = lev.width(lev.float32_params())                                  # (h, d_s) if learned, else None
+    B_p = B.expand(cfg.d_seed, -1, -1) if width is None else \
+        bspline_basis(u.expand(cfg.d_seed, -1), cfg.kappa, cfg.basis_norm, width[head][:, None])   # (d_s, 401, kappa)
     S = 1.0 + lev.delta[head].float()                                        # (d_s, kappa, r)
-    phi = torch.einsum("ug,pgm->pmu", B, S)                                  # (d_s, r, 401)
+    phi = torch.einsum("pug,pgm->pmu", B_p, S)                               # (d_s, r, 401)
     u_tok = lev.coordinates(torch.arange(cfg.vocab_size, device=dev))[:, head].cpu()  # (V, d_s), steps 0-3
     dims = (phi - 1).abs().amax((1, 2)).argsort(descending=True)[:n_dims].tolist()
     u, B, phi = u.cpu(), B.cpu(), phi.cpu()

@@ -55,7 +55,9 @@ def report_dataset(d, result):
                 table(["group", "runs", "loss", "ppl", f"ppl vs {base}"],
                       [[g, len(rs), mean_sd(G[g], "loss", "{:.4f}", len(rs)), mean_sd(G[g], "ppl", "{:.2f}", len(rs)),
                         change(G[g], len(rs))] for g, rs in groups.items()])]
-    heads = ["bucket (train freq)", "targets", "share"]
+    inputs = result.get("strata", "target") == "input"                       # eval.json before --strata: targets
+    heads = [f"bucket of the {'input' if inputs else 'target'} (train freq)", "positions" if inputs else "targets",
+             "share"]
     for g in groups:
         heads += [f"{g} ppl"] + ([] if g == base else [f"{g} vs {base} [95% CI]"])
     rows = []
@@ -65,8 +67,10 @@ def report_dataset(d, result):
             e = G[g]["buckets"][i]
             row += [mean_sd(e, "ppl", "{:.1f}", len(rs))] + ([] if g == base else [change(e, len(rs))])
         rows.append(row)
-    out += [f"perplexity by the target's relative frequency in the training split of {result['train_tokens']:,} "
-            f"tokens ({result['train_dataset']})", table(heads, rows)]
+    out += [f"perplexity by the {'input token' if inputs else 'target'}'s relative frequency in the training split of "
+            f"{result['train_tokens']:,} tokens ({result['train_dataset']}; --strata "
+            f"{'input: each position by the token whose embedding the input map generated' if inputs else 'target'})",
+            table(heads, rows)]
     if 0 in pos[:-2]:
         out.append(f"(a token seen once has relative frequency 1/{result['train_tokens']:,} = "
                    f"{1 / result['train_tokens']:.1e}: buckets below that are empty by construction; see --edges)")
@@ -85,10 +89,12 @@ def seen_table(d, result):
     S, base = d.get("seen_buckets"), result["baseline"]
     if not S:
         return []
+    inputs = result.get("strata", "target") == "input"                       # evaluate.py --strata
+    token, unit = ("input token", "positions") if inputs else ("target token", "targets")
     groups = {g: [r for r in result["runs"] if r["group"] == g] for g in result["groups"]}
     G, first = S["groups"], next(iter(groups))
     same = all(np.allclose(seen_shares(S, g), seen_shares(S, first)) for g in groups)  # e.g. same seeds and batches
-    heads = ["bucket (times seen)"] + (["targets/run", "share"] if same else [])
+    heads = [f"bucket of the {token} (times seen)"] + ([f"{unit}/run", "share"] if same else [])
     for g in groups:
         heads += ([] if same else [f"{g} share"]) + [f"{g} ppl"] + ([] if g == base else [f"{g} vs {base} [95% CI]"])
     rows = []
@@ -102,7 +108,7 @@ def seen_table(d, result):
         rows.append(row)
     c = list(S["consumed"].values())
     span = lambda k, f: f(min(x[k] for x in c)) + ("" if len({x[k] for x in c}) == 1 else " - " + f(max(x[k] for x in c)))
-    return [f"perplexity by how many times the run itself saw the target token as a training target "
+    return [f"perplexity by how many times the run itself saw the {token} as a training target "
             f"(its {span('targets', '{:,}'.format)} training targets, recomputed from the sampler; "
             f"{span('distinct_ids', '{:,}'.format)} distinct ids seen); ppl: mean ± std over runs; change: the group's "
             f"runs pooled vs the baseline's [95% CI]"
@@ -187,6 +193,7 @@ def summary(result):
     seen-count buckets (never seen by the run, the fewest and the most times seen; evaluate.py's "seen_buckets",
     when present), and the change on each zero-shot dataset."""
     base, names = result["baseline"], result["bucket_names"]
+    inputs = result.get("strata", "target") == "input"                       # buckets of the input token
     home = next(d for d in result["datasets"] if not d["zero_shot"])
     others = [d for d in result["datasets"] if d["zero_shot"]]
     unseen = len(names) - 1                                                  # the last bucket: never seen
@@ -203,8 +210,10 @@ def summary(result):
     eff = result.get("efficiency") or {}
     rows = [["arm", "runs", "params: input map / total", "val ppl", f"ppl vs {base}",
              f"tokens to {base}'s final val loss" + (f" ({eff['target_loss']:.3f})" if eff else ""),
-            ] + [f"bucket {names[i]} ({home['positions'][i]:,} targets)" for i in picked]
-            + [f"seen {S['names'][i]}x ({share[i]:.1%} of targets)" for i in seen_picked]
+            ] + [f"{'input ' if inputs else ''}bucket {names[i]} ({home['positions'][i]:,} "
+                 f"{'positions' if inputs else 'targets'})" for i in picked]
+            + [f"{'input ' if inputs else ''}seen {S['names'][i]}x ({share[i]:.1%} of "
+               f"{'positions' if inputs else 'targets'})" for i in seen_picked]
             + [f"zero-shot {os.path.basename(d['dataset'])}" for d in others]]
     for g in result["groups"]:
         runs = [r for r in result["runs"] if r["group"] == g]

@@ -245,11 +245,16 @@ def consumed_counts(data, steps, batch_size, block_size, seed, grad_accum=1, wor
     return counts
 
 
+def dataset_path(name, data_root=""):
+    """The folder of a dataset given by path, or by name under data_root ("" = this project's data/ folder)."""
+    return name if os.path.isdir(name) else os.path.join(data_root or os.path.dirname(os.path.abspath(__file__)), name)
+
+
 def open_dataset(name, data_root="", say=print):
     """A prepared dataset by path, or by name under data_root ("" = this project's data/ folder).
     The embedded default (Python's own documentation, no download) is prepared when it is missing."""
     data_root = data_root or os.path.dirname(os.path.abspath(__file__))
-    path = name if os.path.isdir(name) else os.path.join(data_root, name)
+    path = dataset_path(name, data_root)
     if not os.path.isdir(path) and name == "default":
         from data.prepare import ensure_dataset
         say(f"preparing the embedded default dataset (Python's own documentation) in {path} ...")

@@ -66,7 +66,8 @@ def projected_seed(c: torch.Tensor, codebooks: torch.Tensor, W: torch.Tensor, co
     acts), so W_l z = sum_j T_j[c_j] with T_j = C_j W_l^T (or C_j times W_l's block j, transposed). The k
     tables (b, h d_s) cost k b d_s h d_s multiply-adds a batch instead of N d_in h d_s (fewer whenever a batch
     has more than k b distinct ids); each id then sums its k rows (one embedding_bag).
-    c (N, k) digits; codebooks (k or 1, b, d_s); W (h, d_s, d_in) -> x (N, h, d_s)."""
+    c (N, k) digits; codebooks (k or 1, b, d_s); W (h, d_s, d_in), or (1, d_s, d_in) shared by the heads
+    -> x (N, h, d_s), or (N, 1, d_s)."""
     k, (n_cb, b, d_s), (h, _, d_in) = c.shape[-1], codebooks.shape, W.shape
     Wt = W.reshape(h * d_s, d_in).t()                                                # (d_in, h d_s)
     if combine == "sum":                  # one matmul: T_j = C_j W^T for each codebook, stacked (n_cb b, h d_s)
@@ -332,7 +333,8 @@ class TableCache:
 
 class FastLEV(lev.LEV):
     """lev.LEV computed fast: the same parameters (checkpoints interchange) and the same function, to float rounding.
-    kernel (native.KERNELS): steps 3-6 in C++ ("cpp", CPU) or in PyTorch ("torch", any device).
+    kernel (native.KERNELS): steps 3-6 in C++ ("cpp", CPU) or in PyTorch ("torch", any device); with
+    knot_scale="learned" steps 4-6 are lev.py's dense ones whatever the kernel (the fused ones assume <= 3 weights).
     FastLEV.adopt(lev) turns a LEV into one in place, keeping its parameter tensors (fast.accelerate does)."""
 
     def __init__(self, cfg: lev.LEVConfig, kernel: str = "torch"):
@@ -366,6 +368,7 @@ class FastLEV(lev.LEV):
         cfg, p, perm = self.cfg, self.float32_params(), getattr(self, "perm", None)
         with torch.autocast(device_type=ids.device.type, enabled=False):
             x = projected_seed(lev.id_digits(ids, cfg, perm), p["codebooks"], p["W"], cfg.seed_combine)
+            x = x.expand(-1, cfg.heads, -1)                    # (N, h, d_s): a shared W gives every head one W z
             return squash(x, p.get("ln_weight"), p.get("ln_bias"), cfg.temperature, cfg.ln_eps, self.kernel)
 
     def generate(self, ids: torch.Tensor) -> torch.Tensor:
@@ -373,8 +376,14 @@ class FastLEV(lev.LEV):
         cfg, p = self.cfg, self.float32_params()
         u = self.coordinates(ids)                                                  # (N, h, d_s)
         with torch.autocast(device_type=ids.device.type, enabled=False):
-            M = spline_product(u, p["delta"], cfg.basis_norm, cfg.eps, self.kernel,   # S = 1 + delta
-                               compiled=torch.compiler.is_compiling())               # (N, h, r)
+            if cfg.knot_scale == "learned":
+                # a learned width can give a row more than the 3 non-zero weights the fused paths assume: steps 4-6 as
+                # lev.py writes them, on the distinct ids (phi (N, h, d_s, r) held at once: more memory)
+                B = lev.bspline_basis(u, cfg.kappa, cfg.basis_norm, self.width(p))           # (N, h, d_s, kappa)
+                M = lev.separable_product(lev.coefficients(B, 1.0 + p["delta"]), cfg.eps)   # (N, h, r)
+            else:
+                M = spline_product(u, p["delta"], cfg.basis_norm, cfg.eps, self.kernel,   # S = 1 + delta
+                                   compiled=torch.compiler.is_compiling())               # (N, h, r)
             M = pad_rows(M)                                                        # (N', h, r): shapes repeat
             return lev.merge_heads(M, p["W_out"])[: ids.shape[0]]                  # (N, D)
 

@@ -51,6 +51,22 @@ def test_buckets_on_a_hand_made_example():
     assert metrics.assign_buckets(targets, counts, metrics.DEFAULT_EDGES).tolist() == [[5, 0, 1], [1, 1, 4]]
 
 
+def test_input_strata_bucket_each_position_by_its_input_token_not_its_target():
+    """--strata input: a position goes into the bucket of x (the token whose embedding the input map generated),
+    --strata target (the default) into the bucket of y; on windows whose x and y differ, the buckets differ too."""
+    counts = np.array([60_000_000, 30_000_000, 9_000_000, 998_000, 1000, 900, 90, 9, 1, 0])   # buckets 0000123445
+    xs = np.array([[0, 4, 6], [9, 5, 1]])                                    # inputs
+    ys = np.array([[4, 6, 9], [5, 1, 2]])                                    # targets: the next tokens
+    by_input = metrics.assign_buckets(metrics.strata_ids(xs, ys, "input"), counts, metrics.DEFAULT_EDGES)
+    by_target = metrics.assign_buckets(metrics.strata_ids(xs, ys, "target"), counts, metrics.DEFAULT_EDGES)
+    assert by_input.tolist() == [[0, 1, 3], [5, 2, 0]] and by_target.tolist() == [[1, 3, 5], [2, 0, 0]]
+    seen = np.array([5000, 300, 40, 9, 2, 1, 0, 0, 0, 0])                    # times seen, for the seen-count view
+    assert metrics.assign_count_buckets(metrics.strata_ids(xs, ys, "input"), seen).tolist() == [[6, 1, 0], [0, 1, 5]]
+    assert metrics.assign_count_buckets(metrics.strata_ids(xs, ys, "target"), seen).tolist() == [[1, 0, 0], [1, 5, 3]]
+    with pytest.raises(ValueError, match="strata must be one of target, input"):
+        metrics.strata_ids(xs, ys, "output")
+
+
 def test_bucket_losses_weighted_by_positions_add_back_to_the_overall_loss():
     rng = np.random.default_rng(0)
     losses, buckets = rng.exponential(3.0, size=(7, 11)), rng.integers(0, 6, size=(7, 11))
@@ -349,6 +365,39 @@ def test_seen_count_buckets_match_a_direct_computation(tiny_runs):
 
 
 @pytest.mark.slow
+def test_input_strata_end_to_end(tiny_runs, capsys):
+    """evaluate.py --strata input: both views bucket every position by its input token (checked against the windows),
+    the losses per run are the same as with targets, the tables and the JSON say which token bucketed."""
+    r, labs = tiny_runs, ("tied_s1", "lev_s1")
+    res = {}
+    for strata in ("target", "input"):
+        res[strata] = evaluate.main(["--runs", *(str(r / lab) for lab in labs), "--bootstrap", "20", "--strata", strata,
+                                     "--edges", "0.1", "0.05", "0.02", "--json", str(r / f"strata_{strata}.json")])
+    out = capsys.readouterr().out
+    saved = json.loads((r / "strata_input.json").read_text())
+    assert saved["strata"] == "input" and res["target"]["strata"] == "target"
+    (d,), (t,) = saved["datasets"], res["target"]["datasets"]
+    from data.loader import TokenData
+    data = TokenData(str(r / "main"))
+    xs, ys = data.val_windows(block_size=32)
+    counts = data.train_counts()
+    for ids, entry in ((xs, d), (ys, t)):
+        want = metrics.assign_buckets(ids, counts, saved["edges"])
+        assert entry["positions"][:-1] == [int((want == b).sum()) for b in range(len(saved["bucket_names"]))]
+    assert sum(n > 0 for n in d["positions"][:-1]) >= 2                     # bytes in several buckets
+    for lab in labs:                                                          # the same positions in all, other buckets
+        assert d["runs"][lab]["loss"] == pytest.approx(t["runs"][lab]["loss"])
+        assert any(a["loss"] is not None and a["loss"] != pytest.approx(b["loss"], rel=1e-3)
+                   for a, b in zip(d["runs"][lab]["buckets"], t["runs"][lab]["buckets"]))
+        seen = d["seen_buckets"]["runs"][lab]
+        assert seen["positions"] == d["positions"][-1]
+    assert "perplexity by the input token's relative frequency" in out and "--strata input" in out
+    assert "saw the input token as a training target" in out and "bucket of the input (train freq)" in out
+    assert "perplexity by the target's relative frequency" in out              # the first run's tables
+    assert "input bucket" in report.summary(saved) and "input bucket" not in report.summary(res["target"])
+
+
+@pytest.mark.slow
 def test_errors_are_sentences(tiny_runs, tmp_path):
     r = tiny_runs
     with pytest.raises(ValueError, match=r"trained with the tokenizer byte \(V=257\).*--tokenizer byte"):
@@ -366,8 +415,11 @@ def test_flags_both_spellings_and_validation(capsys):
     assert a.runs == ["x", "y"] and a.max_windows == 5 and a.count_edges == [1, 8] and a.lambada_file == "f"
     assert evaluate.parse_args(["--from-json", "e.json"]).edges == [1e-4, 1e-5, 1e-6, 1e-7]
     assert evaluate.parse_args(["--runs", "x", "--edges", "1e-6", "1e-4"]).edges == [1e-4, 1e-6]   # sorted
+    assert evaluate.parse_args(["--runs", "x"]).strata == "target" and \
+        evaluate.parse_args(["--runs", "x", "--strata", "input"]).strata == "input"
     for bad in ([], ["--runs", "x", "--from-json", "e.json"], ["--runs", "x", "--max-windows", "-1"],
-                ["--runs", "x", "--batch-size", "0"], ["--runs", "x", "--split", "test"], ["--runs", "x", "--group", "seed"]):
+                ["--runs", "x", "--batch-size", "0"], ["--runs", "x", "--split", "test"],
+                ["--runs", "x", "--group", "seed"], ["--runs", "x", "--strata", "output"]):
         with pytest.raises(SystemExit) as e:
             evaluate.parse_args(bad)
         assert e.value.code == 2, bad

@@ -9,7 +9,7 @@ import torch
 from fast import lev_fast
 from fast.lev_fast import FastLEV
 from lev import (LEV, LEVConfig, bspline_basis, bspline_basis_sparse, coefficients, digit_seed,
-                 digits, id_permutation, lev_base, lev_num_params, unit_cube)
+                 digits, id_permutation, knot_width, lev_base, lev_num_params, unit_cube)
 
 SMALL = LEVConfig(vocab_size=30, n_embd=6, k=2, d_seed=4, heads=2, kappa=5, rank=3)
 
@@ -31,20 +31,24 @@ def reference_lev(lev: LEV, ids):
         z = sum(rows) if cfg.seed_combine == "sum" else torch.cat(rows)     # 2. seed
         e = torch.zeros(cfg.n_embd)
         for l in range(cfg.heads):
-            x = [sum(lev.W[l, s, q] * z[q] for q in range(z.numel())) for s in range(cfg.d_seed)]
-            if cfg.seed_ln:                                  # 3. LayerNorm (biased variance, eps 1e-5)
+            Wl = lev.W[0 if cfg.shared_projection else l]    # 3. W_l, or the one W all heads share
+            x = [sum(Wl[s, q] * z[q] for q in range(z.numel())) for s in range(cfg.d_seed)]
+            if cfg.seed_ln:                                  # 3. LayerNorm (biased variance, eps ln_eps)
                 mean = sum(x) / len(x)
                 var = sum((xi - mean) ** 2 for xi in x) / len(x)
-                x = [(xi - mean) / torch.sqrt(var + 1e-5) * lev.ln_weight[l, s] + lev.ln_bias[l, s]
+                x = [(xi - mean) / torch.sqrt(var + cfg.ln_eps) * lev.ln_weight[l, s] + lev.ln_bias[l, s]
                      for s, xi in enumerate(x)]
             u = [1.0 / (1.0 + torch.exp(-xi / cfg.temperature)) for xi in x]
             M = []
             for m in range(cfg.rank):
                 prod = torch.tensor(1.0)
                 for p in range(cfg.d_seed):
+                    width = 1.0                              # 4. in knot spacings: 1, or 1/3 + 2/3 softplus / ln 2
+                    if cfg.knot_scale == "learned":
+                        width = 1 / 3 + 2 / 3 * torch.log(1 + torch.exp(lev.knot_width_raw[l, p])) / math.log(2)
                     weights = []                             # 4. quadratic B-spline on the knot grid
                     for g in range(cfg.kappa):
-                        d = torch.abs(u[p] - g / (cfg.kappa - 1)) * (cfg.kappa - 1)
+                        d = torch.abs(u[p] - g / (cfg.kappa - 1)) * (cfg.kappa - 1) / width
                         if d < 0.5:
                             weights.append(0.75 - d ** 2)
                         elif d < 1.5:
@@ -55,7 +59,8 @@ def reference_lev(lev: LEV, ids):
                     if cfg.basis_norm:
                         weights = [w / total for w in weights]
                     phi = sum(weights[g] * S[l, p, g, m] for g in range(cfg.kappa))   # 5.
-                    prod = prod * phi                        # 6. the plain product (no log space needed here)
+                    sign = -1.0 if phi < 0 else 1.0          # 6. the plain product of sgn(phi) (|phi| + eps)
+                    prod = prod * sign * (torch.abs(phi) + cfg.eps)
                 M.append(prod)
             for m in range(cfg.rank):                        # 7. heads to width D
                 e = e + M[m] * lev.W_out[l, m]
@@ -64,7 +69,9 @@ def reference_lev(lev: LEV, ids):
 
 
 METHOD = [{}, dict(seed_ln=False, temperature=1.0), dict(basis_norm=False), dict(codebooks="shared"),
-          dict(seed_combine="concat"), dict(id_shuffle=3)]                 # LEVConfig: what function
+          dict(seed_combine="concat"), dict(id_shuffle=3), dict(shared_projection=True),
+          dict(shared_projection=True, seed_ln=False, seed_combine="concat"), dict(knot_scale="learned"),
+          dict(knot_scale="learned", basis_norm=False), dict(eps=1e-3, ln_eps=0.5)]   # LEVConfig: what function
 IMPLS = {"written": lambda cfg: LEV(cfg), "fast": lambda cfg: FastLEV(cfg, kernel="torch"),   # how it is computed
          "fast_cpp": lambda cfg: FastLEV(cfg, kernel="cpp")}
 CASES = [(m, impl) for m in METHOD for impl in IMPLS]
@@ -80,6 +87,8 @@ def test_matches_reference_values_and_grads(variant, impl, cpp_kernels):
     lev = IMPLS[impl](cfg).double()
     with torch.no_grad():                                    # bigger spread so every knot region is visited
         lev.codebooks.mul_(40.0)
+        if lev.knot_width_raw is not None:                   # widths from about 0.4 to 3 knot spacings
+            lev.knot_width_raw.copy_(torch.linspace(-2.0, 4.0, lev.knot_width_raw.numel()).view_as(lev.knot_width_raw))
     ids = torch.tensor([[0, 1, 29, 7], [7, 13, 0, 28]])      # repeated ids exercise the deduplication
     torch.set_default_dtype(torch.float64)
     try:
@@ -90,8 +99,7 @@ def test_matches_reference_values_and_grads(variant, impl, cpp_kernels):
     finally:
         torch.set_default_dtype(torch.float32)
     assert out.shape == (2, 4, cfg.n_embd)
-    # float64; the only difference left is the eps in log(|phi| + eps): relative ~ d_s * eps = 4e-9
-    torch.testing.assert_close(out, ref, rtol=1e-7, atol=1e-9)
+    torch.testing.assert_close(out, ref, rtol=1e-7, atol=1e-9)                 # float64
     for (name, _), g, gr in zip(lev.named_parameters(), grads, grads_ref):
         torch.testing.assert_close(g, gr, rtol=1e-7, atol=1e-9, msg=lambda m: f"grad of {name}: {m}")
 
@@ -149,6 +157,22 @@ def test_basis_rows(kappa, normalize):
     torch.testing.assert_close(dense_from_sparse, B)
 
 
+def test_learned_knot_width():
+    """knot_scale="learned": width 1 (the fixed grid) at raw 0, always above 1/3; a wider basis has more than 3
+    non-zero weights a row, a narrower one fewer, and normalised rows still sum to 1."""
+    raw = torch.tensor([-30.0, -2.0, 0.0, 3.0], dtype=torch.float64)
+    w = knot_width(raw)
+    assert w[2].item() == pytest.approx(1.0) and (w > 1 / 3).all() and w[0].item() == pytest.approx(1 / 3, abs=1e-9)
+    u = torch.rand(500, 4, dtype=torch.float64)
+    torch.testing.assert_close(bspline_basis(u, 9, True, torch.ones(4, dtype=torch.float64)), bspline_basis(u, 9))
+    B = bspline_basis(u, 9, True, w)                                          # (500, 4, 9), a width per column
+    nz = (B > 0).sum(-1)
+    assert nz[:, 3].max() > 3 and nz[:, 1].max() <= 3 and torch.isfinite(B).all()
+    torch.testing.assert_close(B.sum(-1), torch.ones(500, 4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="knot_scale"):
+        LEVConfig(knot_scale="wide")
+
+
 def test_separable_product_sign_and_magnitude():
     from lev import separable_product
     phi = torch.tensor([[[[-2.0], [0.5], [3.0]]], [[[-1.0], [-4.0], [0.25]]]])  # (2, 1, 3, 1)
@@ -159,10 +183,12 @@ def test_separable_product_sign_and_magnitude():
 
 @pytest.mark.parametrize("combine", ["sum", "concat"])
 @pytest.mark.parametrize("codebooks", ["per_position", "shared"])
-def test_projected_seed_is_the_matmul_of_the_seed(combine, codebooks):
+@pytest.mark.parametrize("shared_projection", [False, True])
+def test_projected_seed_is_the_matmul_of_the_seed(combine, codebooks, shared_projection):
     """FastLEV's steps 2-3 matmul on the codebook rows (lev_fast.projected_seed) == W_l z on each id's seed z."""
     torch.manual_seed(0)
-    lev = LEV(replace(SMALL, seed_combine=combine, codebooks=codebooks)).double()
+    lev = LEV(replace(SMALL, seed_combine=combine, codebooks=codebooks, shared_projection=shared_projection)).double()
+    assert lev.W.shape[0] == (1 if shared_projection else SMALL.heads)
     ids = torch.tensor([0, 29, 7, 7, 13])
     z = digit_seed(ids, lev.codebooks, lev.cfg)                               # (N, d_in)
     x = lev_fast.projected_seed(digits(ids, lev.cfg.k, lev.cfg.base), lev.codebooks, lev.W, combine)

@@ -328,6 +328,7 @@ def input_rms(model, n=2000):
         return model.embed(ids[None]).pow(2).mean().sqrt().item()
 
 
+@pytest.mark.filterwarnings("ignore:.*no parameter-matched baseline")  # toy vocabularies: the warning is expected
 @pytest.mark.parametrize("emb", EMB_CHOICES)
 @pytest.mark.parametrize("protocol", ["init", "norm"])
 @pytest.mark.parametrize("target", [0.02, 0.5])
@@ -337,6 +338,7 @@ def test_every_arm_starts_at_the_target_input_rms(emb, protocol, target):
     assert abs(input_rms(GPT(replace(cfg, emb=emb))) / target - 1) < 0.10
 
 
+@pytest.mark.filterwarnings("ignore:.*no parameter-matched baseline")  # toy vocabularies: the warning is expected
 def test_without_the_protocol_the_arms_start_far_apart():
     """The check above can fail: built as they are, the arms start at different scales (lev larger, albert smaller)."""
     cfg = replace(TINY, vocab_size=3000, n_embd=64, input_scale="none")
@@ -361,7 +363,7 @@ def test_protocol_keeps_the_tied_baseline_exactly_and_changes_only_the_last_laye
     torch.testing.assert_close(ratio, torch.full_like(ratio, ratio.flatten()[0].item()))
 
 
-@pytest.mark.parametrize("rule", ["D", "4m"])
+@pytest.mark.parametrize("rule", ["auto", "D", "4m"])
 @pytest.mark.parametrize("bias", [False, True])
 def test_baseline_choices_stay_matched_to_lev(rule, bias):
     """flat_mlp's hidden-width rule, the MLPs' biases and activation: the parameter match to P_LEV holds."""
@@ -369,7 +371,7 @@ def test_baseline_choices_stay_matched_to_lev(rule, bias):
                    d_seed=64, heads=4, kappa=8, rank=32)
     target = lev_num_params(cfg.lev)
     w = matched_widths(cfg)
-    assert w["flat_H"] == (64 if rule == "D" else 4 * w["flat_m"])
+    assert w["flat_H"] == {"auto": 64, "D": 64, "4m": 4 * w["flat_m"]}[rule]      # auto: D^2 < P_LEV / 2 here
     for emb in ("albert", "flat_mlp", "factorized_mlp"):
         inp = GPT(replace(cfg, emb=emb)).param_breakdown()["input"]
         assert abs(inp - target) / target < 0.02, (emb, inp, target)
@@ -384,3 +386,61 @@ def test_ids_outside_the_vocabulary_are_an_error_not_aliased_digits(emb):
     model = build(emb)
     with pytest.raises(ValueError, match="outside"):
         model(torch.tensor([[0, TINY.vocab_size]]))          # b^k > V: this id has digits, but is no token
+
+
+# ----------------------------------------------------------------------------------------------------
+# The baselines matched to P_LEV at every preset's size and vocabulary
+
+def preset_vocab(name: str) -> int:
+    """V of a preset's dataset: its folder name's tokenizer (data/prepare.py names folders <dataset>_<tokenizer>;
+    none: GPT-2's, the default)."""
+    from data.loader import split_dir_name
+    from data.tokenizers import VOCAB_SIZES
+    return VOCAB_SIZES[split_dir_name(presets.PRESETS[name].get("dataset", "default"))[1] or "gpt2"]
+
+
+def input_params(cfg):
+    """The input map's parameters of cfg's model, built on the meta device, and the warnings the build gave."""
+    import warnings
+    with torch.device("meta"), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        n = GPT(cfg).param_breakdown()["input"]
+    return n, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize("name", list(presets.PRESETS))
+def test_baselines_are_matched_to_lev_at_every_preset(name):
+    """albert, flat_mlp and factorized_mlp within MATCH_TOLERANCE of P_LEV at every preset's (V, D), V the one its
+    dataset's tokenizer has (o200k_base's for the Pile presets); where one table column alone exceeds P_LEV (tiny's
+    shrunk LEV), no width can match and the build must say so."""
+    from model import BASELINES, MATCH_TOLERANCE
+    V = preset_vocab(name)
+    cfg = GPTConfig.from_preset(presets.PRESETS[name], vocab_size=V)
+    assert GPTConfig.from_preset(presets.PRESETS[name]).vocab_size == V      # a preset's own V, where it says one
+    target = lev_num_params(cfg.lev)
+    for emb in BASELINES:
+        n, warned = input_params(replace(cfg, emb=emb))
+        if emb != "factorized_mlp" and V + cfg.n_embd > target:
+            assert warned and "too coarse a step to match it" in warned[0], (name, emb)
+        else:
+            assert abs(n / target - 1) <= MATCH_TOLERANCE, (name, emb, n, target)
+            assert not warned, warned
+
+
+def test_flat_mlp_at_pile_1b_keeps_a_table_and_h_equal_d_does_not():
+    """At pile-1b (D = 2048) H = D costs D^2 = 4.2M, more than P_LEV: the auto rule's bottleneck keeps a table near
+    albert's width and the match; the "D" rule falls to m = 1, twice P_LEV, and warns (the check above can fail)."""
+    cfg = GPTConfig.from_preset(presets.PRESETS["pile-1b"], emb="flat_mlp")
+    target, w = lev_num_params(cfg.lev), matched_widths(cfg)
+    assert w["flat_rule"] == "bottleneck" and w["flat_m"] >= w["albert_m"] - 1 and w["flat_H"] >= 4 * w["flat_m"]
+    assert abs(input_params(cfg)[0] / target - 1) < 0.01
+    n, warned = input_params(replace(cfg, flat_mlp_hidden="D"))
+    assert matched_widths(replace(cfg, flat_mlp_hidden="D"))["flat_m"] == 1 and n > 1.9 * target
+    assert len(warned) == 1 and "flat_mlp's input map" in warned[0] and "off LEV's P_LEV" in warned[0]
+
+
+def test_the_auto_rule_is_h_equal_d_at_the_cpu_sizes():
+    """Where D^2 is at most half of P_LEV (the CPU presets, whose results used "D"), auto builds what "D" built."""
+    for name in ("cpu", "ref", "big", "xl"):
+        cfg = GPTConfig.from_preset(presets.PRESETS[name])
+        assert matched_widths(cfg) == dict(matched_widths(replace(cfg, flat_mlp_hidden="D")), flat_rule="D")

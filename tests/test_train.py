@@ -38,6 +38,7 @@ def read_log(out_dir, event):
         return [e for e in map(json.loads, f) if e["event"] == event]
 
 
+@pytest.mark.filterwarnings("ignore:.*no parameter-matched baseline")  # toy vocabularies: the warning is expected
 @pytest.mark.parametrize("emb", EMB_CHOICES)
 def test_smoke_every_arm(dataset, tmp_path, emb):
     res = run(dataset, tmp_path, "--emb", emb, "--max-iters", "4", "--eval-interval", "2")
@@ -277,3 +278,31 @@ def test_keep_freed_memory_sets_glibcs_thresholds():
     code = f"import sys; sys.path.insert(0, {ROOT!r}); from util import runtime; print(runtime.keep_freed_memory())"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "glibc keeps freed memory for reuse"
+
+
+@pytest.mark.parametrize("name,tokens,per_param", [("pile-200m", 5.24e9, 22.0), ("pile-400m", 7.86e9, 19.3),
+                                                   ("pile-1b", 24.1e9, 19.8)])
+def test_pile_budgets_in_tokens_and_per_parameter(name, tokens, per_param):
+    """The Pile presets' budgets (util/presets.py says them): tokens within 0.5%, about 20 per parameter of the tied
+    model (Chinchilla-optimal), pile-1b the paper's 24.1B; the dry run's banner prints them, on a CPU without data."""
+    from model import GPT, GPTConfig
+    from util.presets import pile_steps
+    preset = train.PRESETS[name]
+    total = preset["batch_size"] * preset["grad_accum"] * preset["block_size"] * preset["max_iters"]
+    with torch.device("meta"):
+        tied = GPT(GPTConfig.from_preset(preset, emb="tied")).param_breakdown()["total"]
+    assert abs(total / tokens - 1) < 0.005 and round(total / tied, 1) == per_param and 18 <= per_param <= 23
+    if name == "pile-1b":
+        assert total >= 24.1e9 and preset["max_iters"] == pile_steps(24.1e9)
+
+
+def test_dry_run_prints_the_budget_without_data_or_gpu(tmp_path, capsys):
+    """`python train.py --preset=pile-1b --dry-run` on a CPU without the Pile: the banner (V of o200k_base, 24.1B
+    tokens and their share per parameter of the model built), nothing written."""
+    res = train.main(["--preset=pile-1b", "--dry-run", "--data-root", str(tmp_path), "--out-dir", str(tmp_path / "o")])
+    out = capsys.readouterr().out
+    total = 91_935 * 262_144
+    assert res["status"] == "dry run" and res["tokens"] == total and not os.path.exists(tmp_path / "o")
+    assert "V=200019" in out and f"91,935 steps = {total:,} tokens (24.1B)" in out
+    assert f"{total / res['params']['total']:.3g} per parameter of this model" in out and "not prepared" in out
+    assert "--max-tokens 24.2e9" in out and "dry run: nothing trained or written" in out

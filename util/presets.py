@@ -4,8 +4,11 @@ reference size" and "tiny" are. train.py's --preset reads PRESETS; bench.py, exp
 same dicts, so a size is written once.
 
 A preset is a dict of defaults for train.py's flags, by field name (TrainConfig's and GPTConfig's, LEV's as
-lev_<field>); flags given on the command line override it.
+lev_<field>); flags given on the command line override it. The one key that is no flag, vocab_size, says which V
+the preset's dataset has (train.py reads V from the dataset itself).
 """
+import math
+
 # The quick start, `python train.py`: its size and its training, the defaults of train.py's TrainConfig. Its body is
 # small next to its GPT-2 input table; the sizes below have heavier bodies, in this order (`python model.py --preset
 # NAME` prints the parameters of each).
@@ -19,9 +22,21 @@ TINY = dict(n_layer=2, n_head=2, n_embd=32, block_size=32, batch_size=4,       #
             lev_d_seed=8, lev_heads=2, lev_kappa=6, lev_rank=4)
 
 # The GPU presets are in the spirit of the paper's Pile runs (o200k_base, sequence 512, 512-sequence batches,
-# cosine schedule); their sizes are our reading of "200M / 400M / 1.2B" (total parameters with a tied table).
-PILE = dict(dataset="pile_o200k_base", block_size=512, batch_size=16, grad_accum=32, warmup_iters=1000,
-            lr=6e-4, eval_interval=1000, eval_iters=40, log_interval=20, compile=True, device="cuda")
+# cosine schedule); their sizes are our reading of "200M / 400M / 1.2B" (total parameters with a tied table). Their
+# budgets are about 20 training tokens per parameter of the tied model, Chinchilla-optimal as the paper's: pile-1b
+# the paper's 24.1B tokens for its 1.2B models, pile-200m and pile-400m our choice. vocab_size is the V of their
+# dataset's tokenizer, o200k_base (data/tokenizers.VOCAB_SIZES; tests check it), so that model.py and a dry run build
+# the model train.py will; train.py itself takes V from the prepared dataset.
+PILE = dict(dataset="pile_o200k_base", vocab_size=200019, block_size=512, batch_size=16, grad_accum=32,
+            warmup_iters=1000, lr=6e-4, eval_interval=1000, eval_iters=40, log_interval=20, compile=True, device="cuda")
+PILE_STEP_TOKENS = PILE["batch_size"] * PILE["grad_accum"] * PILE["block_size"]   # 262,144 tokens a step on one process
+
+
+def pile_steps(tokens: float) -> int:
+    """The steps of a Pile preset that consume at least `tokens` training tokens."""
+    return math.ceil(tokens / PILE_STEP_TOKENS)
+
+
 PRESETS = {
     "cpu": CPU,
     "ref": dict(REF, max_iters=500, eval_interval=50, lr=1e-3, warmup_iters=25),   # 1.02M tokens, as the results
@@ -33,9 +48,11 @@ PRESETS = {
     "tiny": dict(TINY, max_iters=20, eval_interval=10, eval_iters=2, log_interval=5),
     "shakespeare": dict(REF, dataset="shakespeare", batch_size=12, max_iters=2000, eval_interval=250, eval_iters=20,
                         lr=1e-3, warmup_iters=100),
+    # Budgets in training tokens and per parameter of the tied model (238.6M, 407.2M, 1.219B; lev has under 0.2% more):
+    # pile-200m 5.24B tokens, 22.0 per parameter; pile-400m 7.86B, 19.3; pile-1b 24.1B, 19.8 (tests check them).
     "pile-200m": dict(PILE, n_layer=12, n_head=12, n_embd=768, max_iters=20000),
     "pile-400m": dict(PILE, n_layer=16, n_head=16, n_embd=1024, max_iters=30000),
-    "pile-1b": dict(PILE, n_layer=16, n_head=16, n_embd=2048, max_iters=50000, lr=3e-4),
+    "pile-1b": dict(PILE, n_layer=16, n_head=16, n_embd=2048, max_iters=pile_steps(24.1e9), lr=3e-4),
 }
 
 SAMPLING = dict(temperature=0.8, top_k=200)   # sample.py's defaults, and the sample at the end of training
