@@ -28,9 +28,9 @@ def boxes(cfg: LEVConfig) -> list:
          f"W: ({h}, {d}, {d}), LayerNorms"),
         ("4. spline basis", r"$B_g(u)$: at most 3 of $\kappa$ non-zero", r"(h, $d_s$, $\kappa$)",
          f"({h}, {d}, {K})", ""),
-        ("5. coefficients", r"$\phi_{p,m} = \sum_g B_g\, S_{p,g,m}$,  $S = 1 + \Delta$", r"(h, $d_s$, r)",
+        ("5. coefficients", r"$\phi_{l,p,m} = \sum_g B_g\, S_{l,p,g,m}$,  $S = 1 + \Delta$", r"(h, $d_s$, r)",
          f"({h}, {d}, {r})", f"Delta: ({h}, {d}, {K}, {r})"),
-        ("6. product", r"$M_{l,m} \approx \prod_p \phi_{l,p,m}$", "(h, r)", f"({h}, {r})", ""),
+        ("6. product", r"$M_{l,m} = \prod_p \phi_{l,p,m}$", "(h, r)", f"({h}, {r})", ""),
         ("7. merge heads", r"$e = \sum_l M_l\, W^{out}_l$", "(D)", f"({D})", f"W_out: ({h}, {r}, {D})"),
     ]
 
