@@ -10,15 +10,18 @@ printouts committed before records existed. Its fields:
     commit, date       the code's commit and the day it ran (null where a converted group did not record one)
     machine, device    the CPU kind or GPU it ran on; "cpu" or "cuda"; dtype the training's number format
     setting            body, tokenizer, lr, steps, tokens, context, batch, train_split_tokens, epochs (tokens over the
-                       training split), val_windows scored of val_windows_of (the split's), extra flags
+                       training split), val_windows scored of val_windows_of (the split's), extra flags, strata
+                       (the token that buckets a position: target, or input under evaluate.py --strata input)
     supersedes         the groups this one replaces for the same setting (docs quote the newest; both stay recorded)
     baseline           the arm evaluate.py compared every other arm with
     source             evaluate.py (written by the run's command), or the printout a converted record came from
     note, wall         what else a reader must know of the group; seconds per run and for the evaluation, where recorded
     efficiency_target  the baseline runs' final logged validation loss (tokens_to_baseline's target)
+    arm_flags          the train.py flags that make each arm, where the group's command does not show them
     runs               per run ("<arm>_s<seed>"): arm, seed, emb, loss (validation, the fixed windows), zero_shot
                        {dataset: loss}, final_val_loss and tokens_to_baseline (its log.jsonl), curve [[tokens],
-                       [val losses]] (where kept), seen/freq [per-bucket loss] (where recorded)
+                       [val losses]] (where kept), seen/freq [per-bucket loss] and params {input, output, body,
+                       total} (where recorded)
     pooled             {baseline arm: {view: {arm: ...}}}: evaluate.py's pooled comparison of each arm with a baseline
                        per view ("val", "zero_shot:<dataset>"; per bucket: "seen", "freq"): change and its 95% interval
                        from resampling validation windows, given these trained models (it leaves out the
@@ -239,7 +242,7 @@ def from_eval(result: dict, name: str, title: str, command: str, setting: dict, 
         run = dict(arm=arm_of(label)[0], seed=r["seed"], emb=r["emb"], loss=home["runs"][label]["loss"],
                    zero_shot={ds_name(d): d["runs"][label]["loss"] for d in others},
                    final_val_loss=r["final_val_loss"], tokens_to_baseline=(r.get("efficiency") or {}).get("tokens"),
-                   freq=[b["loss"] for b in home["runs"][label]["buckets"]])
+                   params=r.get("params"), freq=[b["loss"] for b in home["runs"][label]["buckets"]])
         if home.get("seen_buckets"):
             run["seen"] = [b["loss"] for b in home["seen_buckets"]["runs"][label]["buckets"]]
         if curves and label in curves:
@@ -263,7 +266,8 @@ def from_eval(result: dict, name: str, title: str, command: str, setting: dict, 
         buckets["seen"] = dict(names=S["names"], shares={group_arm[g]: [b["positions"] / e["positions"] for b in
                                                                          e["buckets"]] for g, e in S["groups"].items()})
     tokens = setting.get("tokens")
-    setting = dict(setting, train_split_tokens=result["train_tokens"], val_windows=home["windows"],
+    setting = dict(setting, strata=result.get("strata", "target"), train_split_tokens=result["train_tokens"],
+                   val_windows=home["windows"],
                    val_targets=pos[-1], epochs=round(tokens / result["train_tokens"], 3) if tokens else None)
     dtype, device = setting.pop("dtype", None), setting.pop("device", "cpu")
     return dict(name=name, title=title, command=command, commit=commit(), date=datetime.date.today().isoformat(),

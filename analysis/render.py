@@ -31,8 +31,8 @@ FILLED = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "results.m
 TRENDS = os.path.join(DOCS, "trends.md")                                                # a doc rendered whole
 COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
 BODIES = ("cpu", "ref", "big", "xl", "xxl")           # from table-heavy to body-heavy
-BLOCK = re.compile(r"(<!-- render: ([^>]*?) -->\n)(.*?)(<!-- end render -->)", re.S)
-VALUE = re.compile(r"(<!-- = ([^>]*?) -->)(.*?)(<!-- = -->)", re.S)
+BLOCK = re.compile(r"(<!-- render: (.*?) -->\n)(.*?)(<!-- end render -->)", re.S)
+VALUE = re.compile(r"(<!-- = (.+?) -->)(.*?)(<!-- = -->)", re.S)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -130,7 +130,8 @@ def b_buckets(recs, name, view, base=None, *only) -> str:
         return f"(not recorded for {name})"
     shares = B["shares"] if isinstance(B["shares"], list) else B["shares"].get(base, next(iter(B["shares"].values())))
     arms = [a for a in R.arms(r) if a != base and (not only or a in only)]
-    head = ["bucket", "share of targets"] + [f"{a} vs {base} [95% over windows]" for a in arms]
+    unit = "positions by input token" if r["setting"].get("strata") == "input" else "targets"   # evaluate.py --strata
+    head = ["bucket", f"share of {unit}"] + [f"{a} vs {base} [95% over windows]" for a in arms]
     rows = []
     for i, nm in enumerate(B["names"]):
         if not shares[i]:
@@ -426,9 +427,101 @@ SIZE_OTHERS = ("big", "big_gpu", "big_lr6e-4", "xl_lr1e-3")
 VOCAB = ("cpu_rerun", "cpu_cl100k_base", "cpu_o200k_base")
 
 
+# LEV's own settings (docs/results.md section 8)
+
+def seen_gap(r, a, b, bucket):
+    """Per-seed changes of arm a vs arm b in one seen-count bucket, from the runs' per-bucket losses (None where the
+    record has none)."""
+    names = r["buckets"]["seen"]["names"]
+    i = names.index(bucket)
+    la = {x["seed"]: x["seen"][i] for x in r["runs"].values() if x["arm"] == a and x.get("seen")}
+    lb = {x["seed"]: x["seen"][i] for x in r["runs"].values() if x["arm"] == b and x.get("seen")}
+    d = [la[s] - lb[s] for s in sorted(set(la) & set(lb)) if la[s] is not None and lb[s] is not None]
+    return math.expm1(sum(d) / len(d)) if d else None
+
+
+def b_sweep(recs, name, *arms) -> str:
+    """A row per LEV setting: what it changes, LEV's parameters, the seeds, the change vs today's LEV and vs tied
+    (paired by seed), and vs today's LEV on tokens seen 0, 1-3 and >= 1024 times."""
+    r = recs[name]
+    flags = r.get("arm_flags", {})
+    arms = arms or [a for a in R.arms(r) if a.startswith("lev")]
+    rows = []
+    for a in arms:
+        runs = [x for x in r["runs"].values() if x["arm"] == a]
+        p = runs[0].get("params") or {}
+        g_lev, g_tied = R.gap(r, a, r, "lev"), R.gap(r, a, r, "tied")
+        cells = [a, " ".join(f for f in flags.get(a, []) if f != "--emb=lev") or "(today's default)",
+                 f"{p['input'] / 1e6:.2f}M" if p else "-", len(runs)]
+        cells += ["-" if a == "lev" else f"{pc(g_lev['mean'])} ({per_seed(g_lev)})",
+                  f"{pc(g_tied['mean'])} ({behind(g_tied)})"]
+        cells += ["-" if a == "lev" else pc(seen_gap(r, a, "lev", b)) for b in ("0", "1-3", ">=1024")]
+        rows.append(cells)
+    return md_table(["setting", "flags", "LEV's parameters", "seeds", "vs today's lev: mean (per seed, %)",
+                     "vs tied: mean (behind in)", "vs lev, seen 0 times", "seen 1-3", "seen >= 1024"], rows)
+
+
+ABLATION = (("continuous representation", "flat_mlp", "albert", 0.0113),
+            ("compositional structure", "factorized_mlp", "flat_mlp", 0.0037),
+            ("separable spline smoothness", "lev", "factorized_mlp", 0.0062))
+
+
+def b_ablation(recs, name) -> str:
+    """The paper's split of its gain into three increments, each the step from one arm to the next on the ladder
+    albert -> flat_mlp -> factorized_mlp -> lev, paired by seed; in nats and in the paper's convention (a gain:
+    ppl_before / ppl_after - 1) beside the paper's figures."""
+    r = recs[name]
+    rows = []
+    for label, after, before, paper in ABLATION:
+        g = R.gap(r, after, r, before)
+        if g is None:
+            rows.append([label, f"{before} -> {after}", "-", "-", "-", f"+{100 * paper:.2f}%"])
+            continue
+        gains = [1 / (1 + x) - 1 for x in g["gaps"]]
+        rows.append([label, f"{before} -> {after}", g["n"], f"{-g['dloss']:+.4f}",
+                     f"{100 * (math.exp(-g['dloss']) - 1):+.2f}% (per seed: {' / '.join(f'{100 * x:+.2f}' for x in gains)})",
+                     f"+{100 * paper:.2f}%"])
+    return md_table(["increment (the paper's name)", "step", "seed pairs", "gain here, nats",
+                     "gain here, ppl_before / ppl_after - 1", "the paper's gain"], rows)
+
+
+def sweep_figures(recs, name, out=DOCS) -> list:
+    """Each setting's change vs today's LEV (a point per seed, a bar for the mean), and LEV's validation perplexity
+    against its parameter count (the capacity curve) with tied's and untied's as lines."""
+    import matplotlib.pyplot as plt
+    r = recs[name]
+    arms = [a for a in R.arms(r) if a.startswith("lev_")]
+    fig, ax = plt.subplots(figsize=(7, 0.28 * len(arms) + 1.2))
+    for i, a in enumerate(arms):
+        g = R.gap(r, a, r, "lev")
+        ax.barh(i, 100 * g["mean"], color="C2" if g["mean"] < 0 else "grey", alpha=0.6)
+        ax.plot([100 * x for x in g["gaps"]], [i] * g["n"], "k.", ms=4)
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(range(len(arms)), arms, fontsize=7)
+    ax.invert_yaxis()
+    ax.set(xlabel="val ppl change vs today's LEV (%): bar the mean, dots the seeds", title=f"LEV's settings ({name})")
+    paths = [save(fig, os.path.join(out, "sweep_settings.png"))]
+    fig, ax = plt.subplots(figsize=(5.5, 3.6))
+    caps = [a for a in ["lev", *arms] if any(f.startswith(("--lev-rank", "--lev-heads", "--lev-d-seed", "--lev-kappa"))
+                                             for f in r.get("arm_flags", {}).get(a, [])) or a == "lev"]
+    xs = [next(x for x in r["runs"].values() if x["arm"] == a)["params"]["input"] for a in caps]
+    ys = [R.mean_sd(r, a)[0] for a in caps]
+    ax.plot(xs, ys, "o", color="C2", label="lev settings (mean over seeds)")
+    for x, y, a in zip(xs, ys, caps):
+        ax.annotate(a.replace("lev_", ""), (x, y), fontsize=6, xytext=(3, 2), textcoords="offset points")
+    table = next(x for x in r["runs"].values() if x["arm"] == "tied")["params"]["input"]
+    for arm, color in (("tied", "C0"), ("untied", "C1")):
+        ax.axhline(R.mean_sd(r, arm)[0], color=color, lw=1, label=f"{arm} (a {table / 1e6:.1f}M-parameter table)")
+    ax.axvline(table, color="grey", ls=":", lw=1)
+    ax.set(xscale="log", xlabel="LEV's parameters", ylabel="val perplexity", title="Capacity: LEV's size vs the table's")
+    ax.legend(frameon=False, fontsize=7)
+    paths.append(save(fig, os.path.join(out, "sweep_capacity.png")))
+    return paths
+
+
 BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, efficiency=b_efficiency,
               downstream=b_downstream, protocol=b_protocol, compare=b_compare, rates=b_rates, at_best=b_at_best,
-              trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline)
+              trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline, sweep=b_sweep, ablation=b_ablation)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -437,6 +530,13 @@ BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, effi
 def v_gap(recs, ga, a, b, gb=None):
     g = R.gap(recs[ga], a, recs[gb or ga], b)
     return pc(g["mean"])
+
+
+def v_gain(recs, ga, a, b, gb=None):
+    """a's gain over b in the paper's convention, ppl_b / ppl_a - 1 (positive: a is better), and in nats (loss_b -
+    loss_a), mean over seed pairs."""
+    g = R.gap(recs[ga], a, recs[gb or ga], b)
+    return f"{100 * math.expm1(-g['dloss']):+.1f}% ({-g['dloss']:+.3f} nats)"
 
 
 def v_behind(recs, ga, a, b, gb=None):
@@ -462,11 +562,21 @@ def v_bucket(recs, name, arm, view, bucket, base=None):
     return f"{pc(p['change'])} {interval(p['ci'])}"
 
 
+def v_bucket_gain(recs, name, arm, view, bucket, base=None):
+    """An arm's pooled gain in one bucket in the paper's convention (ppl_base / ppl_arm - 1), with its interval over
+    windows, and in nats."""
+    p = R.pooled(recs[name], arm, view, bucket.replace("_", " "), base)
+    gain = lambda c: 1 / (1 + c) - 1
+    return (f"{pc(gain(p['change']))} [{100 * gain(p['ci'][1]):+.1f}, {100 * gain(p['ci'][0]):+.1f}] "
+            f"({-math.log1p(p['change']):+.3f} nats)")
+
+
 def v_ppl(recs, name, arm):
     return f"{R.mean_sd(recs[name], arm)[0]:.1f}"
 
 
-VALUES = dict(gap=v_gap, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket, ppl=v_ppl)
+VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket,
+              bucket_gain=v_bucket_gain, ppl=v_ppl)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -538,6 +648,8 @@ def figures(recs, out=DOCS) -> list:
            title="Learning rate per arm: cpu body, 1.02M tokens")
     ax.legend(frameon=False)
     paths.append(save(fig, os.path.join(out, "trends_lr.png")))
+    if "cpu_sweep" in recs:
+        paths += sweep_figures(recs, "cpu_sweep", out)
     return paths
 
 

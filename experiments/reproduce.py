@@ -232,7 +232,7 @@ def main(argv=None):
 
 
 def write_record(results: str, command: str, flags: list, runs_s: dict, evaluate_s: float, title: str, supersedes=(),
-                 dest: str = "") -> str:
+                 dest: str = "", arm_flags=None, commit=None) -> str:
     """The group's record (analysis/records.py) from its eval.json and its runs' config.json and log.jsonl, into the
     results folder as record.json and, with dest, into dest as <group>.json; -> where it went."""
     with open(os.path.join(results, "eval.json")) as f:
@@ -241,6 +241,10 @@ def write_record(results: str, command: str, flags: list, runs_s: dict, evaluate
     rec = records.from_eval(result, name, title, command, records.run_setting(result["runs"][0]["dir"], flags),
                             wall=dict(runs_s=runs_s, evaluate_s=round(evaluate_s)), supersedes=supersedes,
                             curves=records.run_curves(result))
+    if arm_flags:
+        rec["arm_flags"] = arm_flags
+    if commit:                                              # the code the runs trained with, where it is not this one
+        rec["commit"] = commit
     with open(os.path.join(results, "record.json"), "w") as f:
         json.dump(rec, f, indent=1)
     return records.save(rec, dest) if dest else os.path.join(results, "record.json")

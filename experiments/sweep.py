@@ -156,7 +156,7 @@ def main(argv=None):
                   "section 8); python -m experiments.sweep evaluate --input ..."
         print("record:", reproduce.write_record(results, command, [], runs_s, time.time() - t0,
                                                 "LEV's own settings, one at a time, with tied and untied", (),
-                                                sc.record))
+                                                sc.record, arm_flags=SETTINGS))
 
 
 if __name__ == "__main__":

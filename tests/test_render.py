@@ -84,3 +84,11 @@ def test_every_record_is_complete_and_its_runs_pair_by_seed(recs):
         assert all(run["arm"] and run["seed"] >= 1 and 3 < run["loss"] < 12 for run in r["runs"].values()), name
         path = os.path.join(R.RECORDS, f"{name}.json")
         assert json.load(open(path)) == r
+
+
+def test_bucket_tables_say_which_token_buckets_a_position(recs):
+    """A group evaluated with evaluate.py --strata input is labelled so: its buckets hold positions by input token."""
+    r = copy.deepcopy(recs["cpu_rerun"])
+    assert "share of targets" in render.b_buckets({"x": r}, "x", "seen")
+    r["setting"]["strata"] = "input"
+    assert "share of positions by input token" in render.b_buckets({"x": r}, "x", "seen")
