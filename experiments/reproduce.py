@@ -100,15 +100,27 @@ def sh(cmd, dry, capture=False):
         return subprocess.run(cmd, check=True, capture_output=capture, text=True).stdout
 
 
-def train_all(todo, jobs=1, dry=False) -> dict:
-    """Run each (out_dir, command), at most `jobs` at once -> {run name: wall seconds}. One at a time, a run prints
-    to the console; several at once, each writes <out_dir>/train.out. The first failure stops the rest."""
+def log_time(timing_path, name, seconds):
+    """Add one run's wall seconds to timing.json's runs_s as soon as it finishes, so a kill keeps the earlier ones."""
+    if timing_path is None:
+        return
+    before = json.load(open(timing_path)) if os.path.exists(timing_path) else {}
+    before["runs_s"] = {**before.get("runs_s", {}), name: seconds}
+    with open(timing_path, "w") as f:
+        json.dump(before, f, indent=1)
+
+
+def train_all(todo, jobs=1, dry=False, timing_path=None) -> dict:
+    """Run each (out_dir, command), at most `jobs` at once -> {run name: wall seconds}, each also logged to
+    `timing_path` as it finishes. One at a time, a run prints to the console; several at once, each writes
+    <out_dir>/train.out. The first failure stops the rest."""
     if jobs <= 1 or dry:
         timing = {}
         for out_dir, cmd in todo:
             t1 = time.time()
             sh(cmd, dry)
             timing[os.path.basename(out_dir)] = round(time.time() - t1, 1)
+            log_time(None if dry else timing_path, os.path.basename(out_dir), timing[os.path.basename(out_dir)])
         return timing
     timing, waiting, running = {}, list(todo), {}
     def stop(signum, frame):                    # SIGTERM (e.g. from `timeout`) stops the runs too, not the loop alone
@@ -131,6 +143,7 @@ def train_all(todo, jobs=1, dry=False) -> dict:
                     sys.exit(f"error: a run failed (exit {proc.returncode}); its output is in "
                              f"{os.path.join(out_dir, 'train.out')}. Run the command again to resume.")
                 timing[os.path.basename(out_dir)] = round(time.time() - t1, 1)
+                log_time(timing_path, os.path.basename(out_dir), timing[os.path.basename(out_dir)])
                 print(f"{out_dir}: finished in {timing[os.path.basename(out_dir)]:.0f} s", flush=True)
     finally:
         for proc, _ in running.values():        # on a failure or Ctrl-C, stop the others (they save and exit)
@@ -201,13 +214,13 @@ def main(argv=None):
             resume = ["--resume"] if os.path.exists(os.path.join(out_dir, "ckpt.pt")) else []
             todo.append((out_dir, [py, "train.py", *ARMS[arm], f"--seed={seed}", *common, f"--out-dir={out_dir}",
                                    *resume]))
-    timing = train_all(todo, rc.jobs, rc.dry_run)
+    timing_path = os.path.join(results, "timing.json")
+    before = json.load(open(timing_path)) if os.path.exists(timing_path) else {}
+    timing = train_all(todo, rc.jobs, rc.dry_run, timing_path)
     cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root", rc.data_root, "--max-windows",
            str(rc.max_windows), "--json", os.path.join(results, "eval.json"), "--plots", os.path.join(results, "plots"),
            "--summary", os.path.join(results, "summary.md"),
            *(["--tasks", *rc.tasks, "--task-limit", str(rc.task_limit)] if rc.tasks else [])]
-    timing_path = os.path.join(results, "timing.json")
-    before = json.load(open(timing_path)) if os.path.exists(timing_path) else {}
     if not timing and evaluated(results, runs, before, cmd):
         print(f"{results}: every run finished and evaluated with these settings; nothing to do "
               "(delete its eval.json to evaluate again).")

@@ -75,6 +75,19 @@ def test_runs_train_at_most_jobs_at_once_and_a_failure_names_its_output(tmp_path
     assert "boom" in (tmp_path / "bad" / "train.out").read_text()
 
 
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_each_finished_run_keeps_its_wall_time_when_a_later_one_fails(tmp_path, jobs):
+    from experiments.reproduce import train_all
+    path = tmp_path / "timing.json"
+    path.write_text(json.dumps({"runs_s": {"earlier": 5.0}, "command": "x"}))
+    todo = [(str(tmp_path / "ok"), [sys.executable, "-c", "pass"]),
+            (str(tmp_path / "bad"), [sys.executable, "-c", "raise SystemExit(3)"])]
+    with pytest.raises((SystemExit, subprocess.CalledProcessError)):
+        train_all(todo, jobs=jobs, timing_path=str(path))
+    kept = json.loads(path.read_text())
+    assert set(kept["runs_s"]) == {"earlier", "ok"} and kept["runs_s"]["earlier"] == 5.0 and kept["command"] == "x"
+
+
 def test_a_stopped_reproduction_stops_the_runs_it_started(tmp_path):
     """SIGTERM to reproduce.py (e.g. from `timeout`) with runs in flight: they are stopped too, not left behind."""
     child = "import os, sys, time; open(os.path.join(sys.argv[1], 'pid'), 'w').write(str(os.getpid())); time.sleep(60)"
