@@ -491,11 +491,16 @@ def sweep_figures(recs, name, out=DOCS) -> list:
     import matplotlib.pyplot as plt
     r = recs[name]
     arms = [a for a in R.arms(r) if a.startswith("lev_")]
+    cap = 30                                    # % shown; a change beyond it is drawn to the edge and labelled
     fig, ax = plt.subplots(figsize=(7, 0.28 * len(arms) + 1.2))
     for i, a in enumerate(arms):
         g = R.gap(r, a, r, "lev")
-        ax.barh(i, 100 * g["mean"], color="C2" if g["mean"] < 0 else "grey", alpha=0.6)
-        ax.plot([100 * x for x in g["gaps"]], [i] * g["n"], "k.", ms=4)
+        ax.barh(i, min(100 * g["mean"], cap), color="C2" if g["mean"] < 0 else "grey", alpha=0.6)
+        ax.plot([min(100 * x, cap) for x in g["gaps"]], [i] * g["n"], "k.", ms=4)
+        if 100 * g["mean"] > cap:
+            ax.annotate(f"{pc(g['mean'])} ->", (cap, i), xytext=(-4, 0), textcoords="offset points", ha="right",
+                        va="center", fontsize=7)
+    ax.set_xlim(None, cap)
     ax.axvline(0, color="k", lw=0.8)
     ax.set_yticks(range(len(arms)), arms, fontsize=7)
     ax.invert_yaxis()
@@ -514,7 +519,7 @@ def sweep_figures(recs, name, out=DOCS) -> list:
         ax.axhline(R.mean_sd(r, arm)[0], color=color, lw=1, label=f"{arm} (a {table / 1e6:.1f}M-parameter table)")
     ax.axvline(table, color="grey", ls=":", lw=1)
     ax.set(xscale="log", xlabel="LEV's parameters", ylabel="val perplexity", title="Capacity: LEV's size vs the table's")
-    ax.legend(frameon=False, fontsize=7)
+    ax.legend(frameon=False, fontsize=7, loc="lower left")
     paths.append(save(fig, os.path.join(out, "sweep_capacity.png")))
     return paths
 
@@ -575,8 +580,15 @@ def v_ppl(recs, name, arm):
     return f"{R.mean_sd(recs[name], arm)[0]:.1f}"
 
 
+def v_budget(recs, name):
+    """A group's compute: its runs, and their wall time plus the evaluation's, in hours."""
+    wall = recs[name].get("wall") or {}
+    hours = (sum(wall.get("runs_s", {}).values()) + wall.get("evaluate_s", 0)) / 3600
+    return f"{len(recs[name]['runs'])} runs, {hours:.1f} hours"
+
+
 VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket,
-              bucket_gain=v_bucket_gain, ppl=v_ppl)
+              bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -92,3 +92,8 @@ def test_bucket_tables_say_which_token_buckets_a_position(recs):
     assert "share of targets" in render.b_buckets({"x": r}, "x", "seen")
     r["setting"]["strata"] = "input"
     assert "share of positions by input token" in render.b_buckets({"x": r}, "x", "seen")
+
+
+def test_budget_sums_a_groups_run_and_evaluation_times():
+    rec = dict(runs={"a_s1": {}, "b_s1": {}}, wall=dict(runs_s={"a_s1": 1800.0, "b_s1": 3600.0}, evaluate_s=1800))
+    assert render.v_budget(dict(g=rec), "g") == "2 runs, 2.0 hours"

@@ -1,0 +1,79 @@
+"""LEV's settings sweep (experiments/sweep.py) and its tables: every setting is a valid train.py command, --auto picks
+the settings past the threshold, and the sweep and ablation tables are what a hand computation gives."""
+import json
+import math
+
+import pytest
+
+from analysis import render
+from experiments import sweep
+
+
+@pytest.mark.parametrize("name", list(sweep.SETTINGS))
+def test_every_setting_is_a_train_command_that_changes_what_it_names(name, tmp_path):
+    """Each setting's flags parse in train.py and reach the model's config (a typo'd or ignored flag would leave
+    the default LEV in place under another name)."""
+    import train
+    run = train.setup([*sweep.SETTINGS[name], "--preset=tiny", "--quiet", "--max-iters=1", f"--out-dir={tmp_path}"])
+    flags = dict(f[2:].split("=", 1) for f in sweep.SETTINGS[name])
+    cfg = run.mc
+    assert cfg.emb == flags.pop("emb")
+    for key, value in flags.items():
+        field = key.replace("-", "_")
+        if field.startswith("lev_") and hasattr(cfg.lev, field[4:]):
+            got = getattr(cfg.lev, field[4:])
+        else:
+            got = getattr(cfg, field) if hasattr(cfg, field) else getattr(run.tc, field)
+        assert str(got) == value or (isinstance(got, float) and float(value) == got), (name, key, got)
+
+
+def test_auto_picks_the_settings_whose_seed_1_moved_more_than_the_threshold(tmp_path):
+    loss = math.log(200)
+    moved = dict(lev_s1=loss, lev_k2_s1=loss + math.log(0.97), lev_heads32_s1=loss + math.log(1.01),
+                 lev_noln_s1=loss + math.log(1.4), lev_dseed32_s2=loss + 1.0, tied_s1=loss - 0.5)
+    path = tmp_path / "eval.json"
+    path.write_text(json.dumps(dict(
+        runs=[dict(label=k) for k in moved],
+        datasets=[dict(zero_shot=True, runs={}), dict(zero_shot=False, runs={k: dict(loss=v) for k, v in moved.items()})])))
+    assert sweep.changed(str(path)) == ["lev_k2", "lev_noln"]        # in SETTINGS' order; seed 2 and tied ignored
+
+
+def record(losses, params=None, seen=None):
+    runs = {}
+    for (arm, seed), loss in losses.items():
+        runs[f"{arm}_s{seed}"] = dict(arm=arm, seed=seed, loss=loss, zero_shot={},
+                                      params=dict(input=(params or {}).get(arm, 1e6)),
+                                      seen=(seen or {}).get((arm, seed)))
+    return dict(runs=runs, buckets=dict(seen=dict(names=["0", "1-3", "4-15", ">=1024"])),
+                arm_flags=dict(lev=["--emb=lev"], lev_k2=["--emb=lev", "--lev-k=2"], tied=["--emb=tied"]))
+
+
+def test_sweep_row_by_hand():
+    """lev_k2 against lev and tied, paired by seed, and against lev in the seen-count buckets."""
+    rec = record({("tied", 1): 5.0, ("tied", 2): 5.1, ("lev", 1): 5.05, ("lev", 2): 5.12,
+                  ("lev_k2", 1): 5.02, ("lev_k2", 2): 5.14},
+                 params=dict(lev=1.26e6, lev_k2=1.30e6),
+                 seen={("lev", 1): [7.0, 6.0, 5.0, 4.0], ("lev", 2): [7.2, 6.0, 5.0, 4.0],
+                       ("lev_k2", 1): [6.9, 6.1, 5.0, 3.9], ("lev_k2", 2): [7.0, 6.0, 5.0, 4.0]})
+    rows = [line.split(" | ") for line in render.b_sweep(dict(g=rec), "g").splitlines()[2:]]
+    k2 = next(r for r in rows if r[0].strip("| ") == "lev_k2")
+    assert k2[1] == "--lev-k=2" and k2[2] == "1.30M" and k2[3] == "2"
+    vs_lev = [math.expm1(-0.03), math.expm1(0.02)]
+    assert k2[4] == f"{render.pc(math.expm1(-0.005))} ({' / '.join(f'{100 * x:+.1f}' for x in vs_lev)})"
+    assert k2[5].startswith(render.pc(math.expm1(0.03)) + " (")
+    assert k2[6] == render.pc(math.expm1((-0.1 - 0.2) / 2))                         # seen 0 times
+    assert k2[7] == render.pc(math.expm1(0.05)) and k2[8].strip("| ") == render.pc(math.expm1(-0.05))
+
+
+def test_ablation_increments_by_hand():
+    """Each increment is the gain of the next arm on the ladder over the one before, in the paper's convention
+    (ppl_before / ppl_after - 1), paired by seed; a missing arm leaves its row empty."""
+    rec = record({("albert", 1): 5.20, ("albert", 2): 5.30, ("flat_mlp", 1): 5.18, ("flat_mlp", 2): 5.26,
+                  ("factorized_mlp", 1): 5.40, ("factorized_mlp", 2): 5.44})
+    rows = [line.split(" | ") for line in render.b_ablation(dict(g=rec), "g").splitlines()[2:]]
+    first, second, third = rows
+    assert first[2] == "2" and first[3] == f"{0.03:+.4f}"
+    assert first[4].startswith(f"{100 * math.expm1(0.03):+.2f}% (per seed: {100 * math.expm1(0.02):+.2f} / "
+                               f"{100 * math.expm1(0.04):+.2f})")
+    assert second[3] == f"{-0.2:+.4f}" and first[5].strip("| ") == "+1.13%"
+    assert third[2:5] == ["-", "-", "-"]                                            # no lev in this record
