@@ -519,7 +519,7 @@ def sweep_figures(recs, name, out=DOCS) -> list:
         ax.axhline(R.mean_sd(r, arm)[0], color=color, lw=1, label=f"{arm} (a {table / 1e6:.1f}M-parameter table)")
     ax.axvline(table, color="grey", ls=":", lw=1)
     ax.set(xscale="log", xlabel="LEV's parameters", ylabel="val perplexity", title="Capacity: LEV's size vs the table's")
-    ax.legend(frameon=False, fontsize=7, loc="lower left")
+    ax.legend(frameon=False, fontsize=7, loc="upper right")
     paths.append(save(fig, os.path.join(out, "sweep_capacity.png")))
     return paths
 
