@@ -51,7 +51,7 @@ class ExportConfig:
     dtype: str = "float32"        # float32 (exact) or bfloat16 (half the size; logits then differ by bf16 rounding)
     check: bool = HAVE_TRANSFORMERS  # reload dest with transformers and compare its logits with the run's
     check_seqs: int = 2           # random full-length sequences the check compares (plus one short one)
-    overwrite: bool = False       # replace an earlier export in dest
+    overwrite: bool = False       # replace an earlier export in dest (not needed for one of this checkpoint and dtype)
 
 
 CHECKS = dict(check_seqs=checked(int, 1))
@@ -211,12 +211,24 @@ def write_readme(dest, ckpt, ec: ExportConfig, config, tok_name, note):
         f.write("\n".join(lines))
 
 
-def prepare_dest(ec: ExportConfig):
+def same_export(dest: str, ckpt_path: str, dtype: str) -> bool:
+    """Whether dest holds an export of this checkpoint as it is now, in this dtype (e.g. the one evaluate.py --tasks
+    wrote): writing it again gives the same files, so no --overwrite is needed."""
+    weights, config = os.path.join(dest, "model.safetensors"), os.path.join(dest, "config.json")
+    if not (os.path.exists(weights) and os.path.exists(config)):
+        return False
+    if os.path.getmtime(weights) < os.path.getmtime(ckpt_path):                    # the run trained on since
+        return False
+    with open(config) as f:
+        return json.load(f).get("dtype") == dtype
+
+
+def prepare_dest(ec: ExportConfig, ckpt_path: str):
     if os.path.abspath(ec.dest) == os.path.abspath(ec.out_dir):
         raise ValueError(f"--dest must not be the run directory {ec.out_dir} (its config.json would be "
                          f"overwritten); leave --dest empty for {os.path.join(ec.out_dir, 'hf')}.")
     ours = [f for f in MODEL_FILES + GPT2_TOKENIZER_FILES if os.path.exists(os.path.join(ec.dest, f))]
-    if ours and not ec.overwrite:
+    if ours and not ec.overwrite and not same_export(ec.dest, ckpt_path, ec.dtype):
         raise ValueError(f"{ec.dest} already holds an export ({', '.join(ours)}); pass --overwrite to "
                          f"replace it, or choose another --dest.")
     for f in ours:                                   # a stale tokenizer must not outlive its model
@@ -264,7 +276,7 @@ def export(ec: ExportConfig) -> dict:
     from data.tokenizers import get_tokenizer
     ckpt = checkpoint.load(os.path.join(ec.out_dir, "ckpt.pt"))
     ec.dest = ec.dest or os.path.join(ec.out_dir, "hf")
-    prepare_dest(ec)
+    prepare_dest(ec, os.path.join(ec.out_dir, "ckpt.pt"))
     model = load_model(ckpt, "cpu")
     tok_info = ckpt["tokenizer"]
     tok = get_tokenizer(tok_info["name"], meta=tok_info["meta"])

@@ -156,6 +156,11 @@ def test_bfloat16_export_and_overwrite(tmp_path):
         export.main(["--out-dir", str(tmp_path), "--dest", dest, "--check=False"])
     export.main(["--out-dir", str(tmp_path), "--dest", dest, "--check=False", "--overwrite"])
     assert json.load(open(os.path.join(dest, "config.json")))["dtype"] == "float32"
+    export.main(["--out-dir", str(tmp_path), "--dest", dest, "--check=False"])   # the same checkpoint and dtype again
+    ckpt = tmp_path / "ckpt.pt"
+    os.utime(ckpt, (os.path.getmtime(dest + "/model.safetensors") + 10,) * 2)      # the run trained on since
+    with pytest.raises(ValueError, match="already holds an export.*--overwrite"):
+        export.main(["--out-dir", str(tmp_path), "--dest", dest, "--check=False"])
 
 
 @pytest.mark.parametrize("args, message", [
