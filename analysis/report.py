@@ -40,11 +40,17 @@ def change(e, n=1):
     return f"{100 * e['rel_change']:+.1f}% [{100 * lo:+.1f}, {100 * hi:+.1f}]{sd}"
 
 
+def shown(path: str) -> str:
+    """A dataset's path as printed: relative to the working folder when inside it (no machine's absolute paths)."""
+    rel = os.path.relpath(path) if os.path.isabs(path) else path
+    return path if rel.startswith("..") else rel
+
+
 def report_dataset(d, result):
     """The console tables of one dataset entry of an evaluation result."""
     pos, G, base, runs = d["positions"], d["groups"], result["baseline"], result["runs"]
     groups = {g: [r for r in runs if r["group"] == g] for g in result["groups"]}
-    out = [f"\n== {d['dataset']}: {d['split']} split, {d['windows']} windows x {d['block_size']} = {pos[-1]:,} targets"
+    out = [f"\n== {shown(d['dataset'])}: {d['split']} split, {d['windows']} windows x {d['block_size']} = {pos[-1]:,} targets"
            f"{' (zero-shot: not the training data)' if d['zero_shot'] else ''} ==",
            table(["run", "group", "emb", "step", "tokens", "loss", "ppl", f"ppl vs {base} [95% CI]"],
                  [[r["label"], r["group"], r["emb"], r["step"], f"{r['tokens_seen']:,}", f"{d['runs'][r['label']]['loss']:.4f}",
@@ -68,7 +74,7 @@ def report_dataset(d, result):
             row += [mean_sd(e, "ppl", "{:.1f}", len(rs))] + ([] if g == base else [change(e, len(rs))])
         rows.append(row)
     out += [f"perplexity by the {'input token' if inputs else 'target'}'s relative frequency in the training split of "
-            f"{result['train_tokens']:,} tokens ({result['train_dataset']}; --strata "
+            f"{result['train_tokens']:,} tokens ({shown(result['train_dataset'])}; --strata "
             f"{'input: each position by the token whose embedding the input map generated' if inputs else 'target'})",
             table(heads, rows)]
     if 0 in pos[:-2]:

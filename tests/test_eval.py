@@ -485,3 +485,11 @@ def test_json_first_figures_may_fail_and_from_json_redraws(tiny_runs, tmp_path, 
     with pytest.raises(ValueError, match="not an eval.json written by evaluate.py"):
         (tmp_path / "x.json").write_text("[1, 2]")
         evaluate.main(["--from-json", str(tmp_path / "x.json")])
+
+
+def test_printed_dataset_paths_are_relative_inside_the_working_folder(tmp_path, monkeypatch):
+    from analysis.report import shown
+    monkeypatch.chdir(tmp_path)
+    assert shown(str(tmp_path / "data" / "default")) == os.path.join("data", "default")
+    outside = os.path.dirname(str(tmp_path))
+    assert shown(outside) == outside and shown("data/x") == "data/x"
