@@ -86,12 +86,20 @@ def save(record: dict, root: str = RECORDS) -> str:
 # Statistics over seeds
 
 def losses(record: dict, arm: str, key: str = "loss") -> dict:
-    """{seed: loss} of an arm's runs in a record (key: "loss", or "zero_shot:<dataset>")."""
+    """{seed: loss} of an arm's runs in a record (key: "loss", "zero_shot:<dataset>", or "seen:<bucket>" /
+    "freq:<bucket>", a bucket's loss where the runs recorded it)."""
+    view, _, sub = key.partition(":")
+    i = record["buckets"][view]["names"].index(sub) if view in ("seen", "freq") else None
     out = {}
     for r in record["runs"].values():
         if r["arm"] != arm:
             continue
-        v = r["zero_shot"].get(key.split(":", 1)[1]) if key.startswith("zero_shot:") else r.get(key)
+        if view == "zero_shot":
+            v = r["zero_shot"].get(sub)
+        elif i is not None:
+            v = r[view][i] if r.get(view) else None
+        else:
+            v = r.get(key)
         if v is not None:
             out[r["seed"]] = v
     return out

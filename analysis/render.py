@@ -429,17 +429,6 @@ VOCAB = ("cpu_rerun", "cpu_cl100k_base", "cpu_o200k_base")
 
 # LEV's own settings (docs/results.md section 8)
 
-def seen_gap(r, a, b, bucket):
-    """Per-seed changes of arm a vs arm b in one seen-count bucket, from the runs' per-bucket losses (None where the
-    record has none)."""
-    names = r["buckets"]["seen"]["names"]
-    i = names.index(bucket)
-    la = {x["seed"]: x["seen"][i] for x in r["runs"].values() if x["arm"] == a and x.get("seen")}
-    lb = {x["seed"]: x["seen"][i] for x in r["runs"].values() if x["arm"] == b and x.get("seen")}
-    d = [la[s] - lb[s] for s in sorted(set(la) & set(lb)) if la[s] is not None and lb[s] is not None]
-    return math.expm1(sum(d) / len(d)) if d else None
-
-
 def b_sweep(recs, name, *arms) -> str:
     """A row per LEV setting: what it changes, LEV's parameters, the seeds, the change vs today's LEV and vs tied
     (paired by seed), and vs today's LEV on tokens seen 0, 1-3 and >= 1024 times."""
@@ -455,7 +444,8 @@ def b_sweep(recs, name, *arms) -> str:
                  f"{p['input'] / 1e6:.2f}M" if p else "-", len(runs)]
         cells += ["-" if a == "lev" else f"{pc(g_lev['mean'])} ({per_seed(g_lev)})",
                   f"{pc(g_tied['mean'])} ({behind(g_tied)})"]
-        cells += ["-" if a == "lev" else pc(seen_gap(r, a, "lev", b)) for b in ("0", "1-3", ">=1024")]
+        cells += ["-" if a == "lev" else pc((R.gap(r, a, r, "lev", key=f"seen:{b}") or {}).get("mean"))
+                  for b in ("0", "1-3", ">=1024")]
         rows.append(cells)
     return md_table(["setting", "flags", "LEV's parameters", "seeds", "vs today's lev: mean (per seed, %)",
                      "vs tied: mean (behind in)", "vs lev, seen 0 times", "seen 1-3", "seen >= 1024"], rows)
