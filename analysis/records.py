@@ -11,7 +11,8 @@ printouts committed before records existed. Its fields:
     machine, device    the CPU kind or GPU it ran on; "cpu" or "cuda"; dtype the training's number format
     setting            body, tokenizer, lr, steps, tokens, context, batch, train_split_tokens, epochs (tokens over the
                        training split), val_windows scored of val_windows_of (the split's), extra flags, strata
-                       (the token that buckets a position: target, or input under evaluate.py --strata input)
+                       (the token that buckets a position: target, or input under evaluate.py --strata input),
+                       lrs {arm: learning rate} where the arms trained at different rates (lr is then the first run's)
     supersedes         the groups this one replaces for the same setting (docs quote the newest; both stay recorded)
     baseline           the arm evaluate.py compared every other arm with
     source             evaluate.py (written by the run's command), or the printout a converted record came from

@@ -264,12 +264,18 @@ def rates(recs, *groups):
         for run in r["runs"].values():
             if run["arm"] not in ("tied", "untied", "lev") or (n, run["arm"], run["seed"]) in replaced:
                 continue
-            cell = out.setdefault(run["arm"], {}).setdefault(r["setting"]["lr"], {})
+            lr = arm_lr(r, run["arm"])
+            cell = out.setdefault(run["arm"], {}).setdefault(lr, {})
             if run["seed"] in cell:
-                raise ValueError(f"{run['arm']} seed {run['seed']} at lr {r['setting']['lr']} is in {cell[run['seed']][1]} "
+                raise ValueError(f"{run['arm']} seed {run['seed']} at lr {lr} is in {cell[run['seed']][1]} "
                                  f"and {n}: list one of them.")
             cell[run["seed"]] = (run["loss"], n)
     return out
+
+
+def arm_lr(r, arm) -> float:
+    """The learning rate an arm of a group trained with (the group's, unless its arms had their own)."""
+    return r["setting"].get("lrs", {}).get(arm, r["setting"]["lr"])
 
 
 def best_rate(by_lr: dict) -> float:
@@ -314,7 +320,9 @@ def b_at_best(recs, *groups) -> str:
 def setting_text(r) -> str:
     s = r["setting"]
     dev = "GPU" if r["device"] == "cuda" else "CPU"
-    return (f"{s['body']}, {s['tokenizer']}, lr {lr_text(s['lr'])}, {s['tokens'] / 1e6:.2f}M tokens"
+    lr = (f"lr {lr_text(s['lr'])}" if not s.get("lrs") else
+          "lr " + ", ".join(f"{lr_text(v)} ({a})" for a, v in s["lrs"].items()))
+    return (f"{s['body']}, {s['tokenizer']}, {lr}, {s['tokens'] / 1e6:.2f}M tokens"
             + (f" ({s['epochs']:.2f} epochs)" if s.get("epochs") else "") + f", {r['dtype']}, {dev}")
 
 

@@ -245,9 +245,10 @@ def main(argv=None):
 
 
 def write_record(results: str, command: str, flags: list, runs_s: dict, evaluate_s: float, title: str, supersedes=(),
-                 dest: str = "", arm_flags=None, commit=None) -> str:
+                 dest: str = "", arm_flags=None, commit=None, lrs=None) -> str:
     """The group's record (analysis/records.py) from its eval.json and its runs' config.json and log.jsonl, into the
-    results folder as record.json and, with dest, into dest as <group>.json; -> where it went."""
+    results folder as record.json and, with dest, into dest as <group>.json; -> where it went. lrs: {arm: learning
+    rate} where the arms trained at different rates (the setting's lr is then the first run's)."""
     with open(os.path.join(results, "eval.json")) as f:
         result = json.load(f)
     name = os.path.basename(os.path.normpath(results))
@@ -256,6 +257,8 @@ def write_record(results: str, command: str, flags: list, runs_s: dict, evaluate
                             curves=records.run_curves(result))
     if arm_flags:
         rec["arm_flags"] = arm_flags
+    if lrs:
+        rec["setting"]["lrs"] = lrs
     if commit:                                              # the code the runs trained with, where it is not this one
         rec["commit"] = commit
     with open(os.path.join(results, "record.json"), "w") as f:

@@ -10,6 +10,13 @@ project folder, one command at a time (runs are resumable: a finished run is ski
     python -m experiments.sweep evaluate --input ...                                    # evaluate.py over every run
     python -m experiments.sweep list                                                    # the settings and their flags
 
+The best LEV at a larger body, each arm at its own learning rate (docs/results.md section 7.3's best rates; a lev_* setting takes lev's
+rate unless given its own), in the group <body>_sweep:
+
+    python -m experiments.sweep train --body big --input ... --settings tied untied lev lev_best --seeds 1 2 \
+        --lrs tied=6e-4 untied=4e-4 lev=1e-3
+    python -m experiments.sweep evaluate --body big --input ...        # reads each run's rate from its config.json
+
 Settings (each one flag, or two, away from the default LEV; LEVConfig's fields are --lev-<field>):
   capacity      d_seed 32 / 64 / 256, rank 16 / 256, heads 2 / 32
   shape         kappa 4 / 8 / 32, temperature 1 / 4, k (digits) 2 / 4
@@ -20,7 +27,7 @@ Settings (each one flag, or two, away from the default LEV; LEVConfig's fields a
                 (32 heads of rank 256)
   the best LEV  lev_best: the settings that beat the default by more than 0.5% at seed 1 combined (k 2, 32 heads,
                 the concatenated seed, no weight decay on LEV), trained with seeds 1-3 beside tied's and untied's
-Runs go to out/reproduce/text/cpu_sweep/runs/<setting>_s<seed>; `evaluate` writes eval.json, eval.txt and summary.md
+Runs go to out/reproduce/text/<body>_sweep/runs/<setting>_s<seed>; `evaluate` writes eval.json, eval.txt and summary.md
 there (experiments/reproduce.py's evaluation: 1,024 fixed windows, seen-count buckets, zero-shot).
 """
 import json
@@ -33,7 +40,6 @@ from analysis import records
 from experiments import reproduce
 from util.cli import parse
 
-GROUP = "cpu_sweep"   # the results folder under <out>/text
 SETTINGS = {          # name -> train.py flags (on top of the cpu body's); tied and untied are the references
     "tied": ["--emb=tied"],
     "untied": ["--emb=untied"],
@@ -82,6 +88,9 @@ class SweepConfig:
     input: list[str] = field(default_factory=list)  # the corpus's text files (as for experiments/reproduce.py)
     settings: list[str] = field(default_factory=list)  # which settings to train ([] = all; see SETTINGS)
     seeds: list[int] = field(default_factory=lambda: [1])  # seeds to train them with
+    body: str = "cpu"             # the body (experiments/reproduce.py's --body); the group is <body>_sweep
+    lrs: list[str] = field(default_factory=list)  # train: SETTING=LR, a setting's learning rate (a lev_* setting
+                                  # without its own takes lev's); [] = the body's preset rate for all
     auto: bool = False            # train only the settings (and tied, untied, lev) whose seed-1 perplexity in the
                                   # group's eval.json differs from lev's by more than 2%
     out: str = reproduce.OUT      # where runs and results go (experiments/reproduce.py's --out)
@@ -91,7 +100,29 @@ class SweepConfig:
 
 
 def group_dir(sc: SweepConfig) -> str:
-    return os.path.join(sc.out, "text", GROUP)
+    return os.path.join(sc.out, "text", f"{sc.body}_sweep")
+
+
+def parse_lrs(items: list) -> dict:
+    """["tied=6e-4", ...] -> {"tied": "6e-4", ...}, each a known setting and a positive number."""
+    out = {}
+    for item in items:
+        name, sep, lr = item.partition("=")
+        try:
+            ok = bool(sep) and float(lr) > 0
+        except ValueError:
+            ok = False
+        if not ok or name not in SETTINGS:
+            sys.exit(f"error: --lrs {item!r}: give SETTING=LR with a setting of `python -m experiments.sweep list` and a "
+                     "positive learning rate, e.g. --lrs tied=6e-4 lev=1e-3.")
+        out[name] = lr
+    return out
+
+
+def lr_flags(name: str, lrs: dict) -> list:
+    """The --lr flag of a setting: its own rate, else (a lev_* setting) lev's, else none (the body's preset)."""
+    lr = lrs.get(name) or (lrs.get("lev") if name.startswith("lev_") else None)
+    return [f"--lr={lr}"] if lr else []
 
 
 def changed(path: str) -> list:
@@ -106,7 +137,7 @@ def changed(path: str) -> list:
 
 def main(argv=None):
     sc = parse(SweepConfig, argv, description=__doc__, positional=("action",),
-               choices=dict(action=("train", "evaluate", "list")))
+               choices=dict(action=("train", "evaluate", "list"), body=tuple(reproduce.BODIES)))
     if sc.action == "list":
         for name, flags in SETTINGS.items():
             print(f"{name:<22}{' '.join(flags)}")
@@ -114,9 +145,10 @@ def main(argv=None):
     unknown = [s for s in sc.settings if s not in SETTINGS]
     if unknown:
         sys.exit(f"error: unknown setting(s) {', '.join(unknown)}; `python -m experiments.sweep list` lists them.")
+    lrs = parse_lrs(sc.lrs)
     if not sc.input and not sc.dry_run:
         sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
-    rc = reproduce.ReproduceConfig(corpus="text", input=sc.input, out=sc.out, data_root=sc.data_root,
+    rc = reproduce.ReproduceConfig(corpus="text", input=sc.input, body=sc.body, out=sc.out, data_root=sc.data_root,
                                    dry_run=sc.dry_run)
     dataset, zero_shot = reproduce.prepare(rc, sys.executable)
     common, steps = reproduce.common_flags(rc, dataset)
@@ -132,8 +164,8 @@ def main(argv=None):
                 if reproduce.finished(out_dir, steps):
                     continue
                 resume = ["--resume"] if os.path.exists(os.path.join(out_dir, "ckpt.pt")) else []
-                todo.append((out_dir, [sys.executable, "train.py", *SETTINGS[name], f"--seed={seed}", *common,
-                                       f"--out-dir={out_dir}", *resume]))
+                todo.append((out_dir, [sys.executable, "train.py", *SETTINGS[name], *lr_flags(name, lrs),
+                                       f"--seed={seed}", *common, f"--out-dir={out_dir}", *resume]))
         reproduce.train_all(todo, dry=sc.dry_run, timing_path=os.path.join(group_dir(sc), "timing.json"))
         return
     runs = sorted((os.path.join(runs_dir, d) for d in os.listdir(runs_dir)
@@ -152,12 +184,33 @@ def main(argv=None):
             f.write(out)
         timing = os.path.join(results, "timing.json")
         runs_s = json.load(open(timing))["runs_s"] if os.path.exists(timing) else {}
-        command = "python -m experiments.sweep train --input shakespeare.txt kjv.txt austen.txt (stages: docs/results.md " \
-                  "section 8); python -m experiments.sweep evaluate --input ..."
-        print("record:", reproduce.write_record(results, command, [], runs_s, time.time() - t0,
-                                                "LEV's own settings, one at a time, with tied and untied", (),
-                                                sc.record, arm_flags=SETTINGS))
+        trained = {os.path.basename(d).rsplit("_s", 1)[0]: run_lr(d) for d in runs}
+        mixed = len(set(trained.values())) > 1
+        print("record:", reproduce.write_record(
+            results, record_command(sc, trained, mixed, runs), [], runs_s, time.time() - t0,
+            "LEV's own settings, one at a time, with tied and untied" if sc.body == "cpu" else
+            f"the sweep's settings at the {sc.body} body" + (", each arm at its own learning rate" if mixed else ""),
+            (), sc.record, lrs=trained if mixed else None,
+            arm_flags={n: SETTINGS[n] + ([f"--lr={lr:g}"] if mixed else []) for n, lr in trained.items()}))
 
+
+def run_lr(run_dir: str) -> float:
+    """The learning rate a run trained with (its config.json)."""
+    with open(os.path.join(run_dir, "config.json")) as f:
+        return json.load(f)["train"]["lr"]
+
+
+def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> str:
+    """The commands that make the group, as a reader would type them (file names, not this machine's paths)."""
+    if sc.body == "cpu":
+        return ("python -m experiments.sweep train --input shakespeare.txt kjv.txt austen.txt (stages: docs/results.md "
+                "section 8); python -m experiments.sweep evaluate --input ...")
+    seeds = sorted({int(os.path.basename(d).rsplit("_s", 1)[1]) for d in runs})
+    lrs = [f"{n}={lr:g}" for n, lr in trained.items() if not n.startswith("lev_") or lr != trained.get("lev")]
+    files = " ".join(os.path.basename(f) for f in sc.input)
+    return (f"python -m experiments.sweep train --body {sc.body} --input {files} --settings {' '.join(trained)} "
+            f"--seeds {' '.join(map(str, seeds))}" + (f" --lrs {' '.join(lrs)}" if mixed else "")
+            + f"; python -m experiments.sweep evaluate --body {sc.body} --input ...")
 
 if __name__ == "__main__":
     main()

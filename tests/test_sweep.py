@@ -77,3 +77,41 @@ def test_ablation_increments_by_hand():
                                f"{100 * math.expm1(0.04):+.2f})")
     assert second[3] == f"{-0.2:+.4f}" and first[5].strip("| ") == "+1.13%"
     assert third[2:5] == ["-", "-", "-"]                                            # no lev in this record
+
+
+def test_lrs_give_each_setting_its_rate_and_lev_settings_take_levs():
+    lrs = sweep.parse_lrs(["tied=6e-4", "lev=1e-3"])
+    assert sweep.lr_flags("tied", lrs) == ["--lr=6e-4"] and sweep.lr_flags("lev_best", lrs) == ["--lr=1e-3"]
+    assert sweep.lr_flags("untied", lrs) == []                                    # the body's preset rate
+    assert sweep.lr_flags("lev_best", sweep.parse_lrs(["lev=1e-3", "lev_best=2e-3"])) == ["--lr=2e-3"]
+    for bad in ("tied", "tied=fast", "tied=-1e-3", "nosuch=1e-3"):
+        with pytest.raises(SystemExit, match="SETTING=LR"):
+            sweep.parse_lrs([bad])
+
+
+def test_a_larger_body_trains_each_setting_at_its_rate_in_its_own_group(tmp_path, capsys):
+    sweep.main(["train", "--body", "big", "--settings", "tied", "lev_best", "--seeds", "2", "--lrs", "tied=6e-4",
+                "lev=1e-3", "--out", str(tmp_path), "--dry-run"])
+    lines = [ln for ln in capsys.readouterr().out.splitlines() if " train.py " in ln]
+    assert len(lines) == 2
+    tied, best = lines
+    assert "--emb=tied" in tied and "--lr=6e-4" in tied and "--preset=big" in tied and "--seed=2" in tied
+    assert "--lev-k=2" in best and "--lr=1e-3" in best and "--preset=big" in best
+    assert f"{tmp_path}/text/big_sweep/runs/lev_best_s2" in best
+
+
+def test_record_command_names_the_body_settings_seeds_and_rates():
+    sc = sweep.SweepConfig(body="big", input=["/some/where/shakespeare.txt", "kjv.txt"])
+    trained = dict(tied=6e-4, lev=1e-3, lev_best=1e-3)
+    cmd = sweep.record_command(sc, trained, True, ["r/tied_s1", "r/lev_s2", "r/lev_best_s1"])
+    assert cmd.startswith("python -m experiments.sweep train --body big --input shakespeare.txt kjv.txt "
+                          "--settings tied lev lev_best --seeds 1 2 --lrs tied=0.0006 lev=0.001;")
+    assert "/some/where" not in cmd
+
+
+def test_rates_and_setting_read_an_arms_own_learning_rate():
+    """A group whose arms trained at different rates puts each arm at its own rate in the rates table, and says so."""
+    rec = record({("tied", 1): 5.0, ("lev", 1): 5.1})
+    rec["setting"] = dict(body="big", tokenizer="gpt2", lr=6e-4, tokens=1024000, lrs=dict(tied=6e-4, lev=1e-3))
+    assert render.rates(dict(g=rec), "g") == dict(tied={6e-4: {1: (5.0, "g")}}, lev={1e-3: {1: (5.1, "g")}})
+    assert "lr 6e-4 (tied), 1e-3 (lev)" in render.setting_text(dict(rec, dtype="bfloat16", device="cpu"))
