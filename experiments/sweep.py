@@ -205,12 +205,19 @@ def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> s
     if sc.body == "cpu":
         return ("python -m experiments.sweep train --input shakespeare.txt kjv.txt austen.txt (stages: docs/results.md "
                 "section 8); python -m experiments.sweep evaluate --input ...")
-    seeds = sorted({int(os.path.basename(d).rsplit("_s", 1)[1]) for d in runs})
+    seeds = {}                                          # setting -> its seeds; one train command per seed set
+    for d in runs:
+        name, seed = os.path.basename(d).rsplit("_s", 1)
+        seeds.setdefault(name, []).append(int(seed))
+    by_seeds = {}
+    for name, ss in seeds.items():
+        by_seeds.setdefault(tuple(sorted(ss)), []).append(name)
     lrs = [f"{n}={lr:g}" for n, lr in trained.items() if not n.startswith("lev_") or lr != trained.get("lev")]
     files = " ".join(os.path.basename(f) for f in sc.input)
-    return (f"python -m experiments.sweep train --body {sc.body} --input {files} --settings {' '.join(trained)} "
-            f"--seeds {' '.join(map(str, seeds))}" + (f" --lrs {' '.join(lrs)}" if mixed else "")
-            + f"; python -m experiments.sweep evaluate --body {sc.body} --input ...")
+    train = [f"python -m experiments.sweep train --body {sc.body} --input {files if i == 0 else '...'} --settings "
+             f"{' '.join(names)} --seeds {' '.join(map(str, ss))}" + (f" --lrs {' '.join(lrs)}" if mixed else "")
+             for i, (ss, names) in enumerate(by_seeds.items())]
+    return "; ".join(train + [f"python -m experiments.sweep evaluate --body {sc.body} --input ..."])
 
 if __name__ == "__main__":
     main()

@@ -103,10 +103,12 @@ def test_a_larger_body_trains_each_setting_at_its_rate_in_its_own_group(tmp_path
 def test_record_command_names_the_body_settings_seeds_and_rates():
     sc = sweep.SweepConfig(body="big", input=["/some/where/shakespeare.txt", "kjv.txt"])
     trained = dict(tied=6e-4, lev=1e-3, lev_best=1e-3)
-    cmd = sweep.record_command(sc, trained, True, ["r/tied_s1", "r/lev_s2", "r/lev_best_s1"])
-    assert cmd.startswith("python -m experiments.sweep train --body big --input shakespeare.txt kjv.txt "
-                          "--settings tied lev lev_best --seeds 1 2 --lrs tied=0.0006 lev=0.001;")
-    assert "/some/where" not in cmd
+    cmd = sweep.record_command(sc, trained, True, ["r/tied_s1", "r/lev_s1", "r/lev_best_s1", "r/tied_s2",
+                                                   "r/lev_s2", "r/lev_best_s2", "r/tied_s3", "r/lev_best_s3"])
+    assert cmd == ("python -m experiments.sweep train --body big --input shakespeare.txt kjv.txt --settings tied "
+                   "lev_best --seeds 1 2 3 --lrs tied=0.0006 lev=0.001; python -m experiments.sweep train --body big "
+                   "--input ... --settings lev --seeds 1 2 --lrs tied=0.0006 lev=0.001; "
+                   "python -m experiments.sweep evaluate --body big --input ...")
 
 
 def test_rates_and_setting_read_an_arms_own_learning_rate():
