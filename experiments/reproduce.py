@@ -24,7 +24,8 @@ each with a lower learning rate. All default to 1,024,000 training tokens per ru
 same text (and the zero-shot sets) with cl100k_base or o200k_base (the paper's); results then go to
 <body>_<tokenizer>[_<tag>].
 Arms: every --emb of model.py, plus the controls lev_shuffled (LEV on the digits of randomly permuted ids),
-lev_k32 (32 spline knots; more parameters than lev) and flat_mlp_4m (flat_mlp with a 4m-wide hidden layer).
+lev_k32 (32 spline knots; more parameters than lev), flat_mlp_4m (flat_mlp with a 4m-wide hidden layer) and lev_best
+(the settings sweep's best LEV: k 2, 32 heads, the concatenated seed, no weight decay on LEV; docs/results.md 8.3).
 The core arms (tied, untied, lev, lev_shuffled) run --seeds, the others --seeds-others. Seed s means the same
 initialisation stream and the same batches for every arm.
 
@@ -58,7 +59,8 @@ CORPORA = {  # name -> (prepare.py arguments, prepared dataset name)
     "text": (["text"], "repro_text"),
 }
 CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_k32": ["--emb=lev", "--lev-kappa=32"],
-            "flat_mlp_4m": ["--emb=flat_mlp", "--flat-mlp-hidden=4m"]}
+            "flat_mlp_4m": ["--emb=flat_mlp", "--flat-mlp-hidden=4m"],
+            "lev_best": ["--emb=lev", "--lev-k=2", "--lev-heads=32", "--lev-seed-combine=concat", "--lev-weight-decay=False"]}
 ARMS = {**{emb: [f"--emb={emb}"] for emb in EMB_CHOICES}, **CONTROLS}
 CORE = ("tied", "untied", "lev", "lev_shuffled")
 OUT = "out/reproduce"   # where the runs and results of every recipe in experiments/ go

@@ -77,7 +77,7 @@ SETTINGS = {          # name -> train.py flags (on top of the cpu body's); tied 
     "lev_heads32_rank256": ["--emb=lev", "--lev-heads=32", "--lev-rank=256"],
     # the best LEV: every setting that beat the default by more than 0.5% at seed 1 and keeps LEV under the
     # table's size (kappa 32, -0.6%, would take it to 9.8M parameters)
-    "lev_best": ["--emb=lev", "--lev-k=2", "--lev-heads=32", "--lev-seed-combine=concat", "--lev-weight-decay=False"],
+    "lev_best": reproduce.CONTROLS["lev_best"],       # also an arm of experiments/reproduce.py
 }
 THRESHOLD = 0.02      # --auto: a setting whose seed-1 perplexity differs from lev's by more than this gets seed 2
 
