@@ -417,6 +417,7 @@ def b_headline(recs) -> str:
             ("the same: lev vs untied", "cpu_rerun", "lev", "cpu_rerun", "untied"),
             ("6 x 384: lev vs tied", "ref", "lev", "ref", "tied"),
             ("8 x 512, each arm at its best rate: lev vs tied", big["lev"][0], "lev", big["tied"][0], "tied"),
+            ("the same, the sweep's best LEV (section 8.3) vs tied", "big_sweep", "lev_best", "big_sweep", "tied"),
             ("4 x 128, o200k_base (the paper's vocabulary): lev vs tied", "cpu_o200k_base", "lev", "cpu_o200k_base", "tied")):
         g = R.gap(recs[ga], a, recs[gb], b)
         rows.append([label, g["n"], pc(g["mean"]), behind(g),
