@@ -91,7 +91,8 @@ def test_lrs_give_each_setting_its_rate_and_lev_settings_take_levs():
 
 def test_a_larger_body_trains_each_setting_at_its_rate_in_its_own_group(tmp_path, capsys):
     sweep.main(["train", "--body", "big", "--settings", "tied", "lev_best", "--seeds", "2", "--lrs", "tied=6e-4",
-                "lev=1e-3", "--out", str(tmp_path), "--dry-run"])
+                "lev=1e-3", "--out", str(tmp_path), "--input", "corpus.txt", "--data-root", str(tmp_path / "data"),
+                "--dry-run"])                                  # no prepared data: the dry run prints prepare.py too
     lines = [ln for ln in capsys.readouterr().out.splitlines() if " train.py " in ln]
     assert len(lines) == 2
     tied, best = lines
