@@ -10,8 +10,8 @@ project folder, one command at a time (runs are resumable: a finished run is ski
     python -m experiments.sweep evaluate --input ...                                    # evaluate.py over every run
     python -m experiments.sweep list                                                    # the settings and their flags
 
-The best LEV at a larger body, each arm at its own learning rate (docs/results.md section 7.3's best rates; a lev_* setting takes lev's
-rate unless given its own), in the group <body>_sweep:
+The best LEV at a larger body, each arm at its own learning rate (docs/results.md section 7.3's best rates; a lev_*
+setting takes lev's rate unless given its own), in the group <body>_sweep:
 
     python -m experiments.sweep train --body big --input ... --settings tied untied lev lev_best --seeds 1 2 \
         --lrs tied=6e-4 untied=4e-4 lev=1e-3
@@ -113,8 +113,8 @@ def parse_lrs(items: list) -> dict:
         except ValueError:
             ok = False
         if not ok or name not in SETTINGS:
-            sys.exit(f"error: --lrs {item!r}: give SETTING=LR with a setting of `python -m experiments.sweep list` and a "
-                     "positive learning rate, e.g. --lrs tied=6e-4 lev=1e-3.")
+            sys.exit(f"error: --lrs {item!r}: give SETTING=LR with a setting of `python -m experiments.sweep list` "
+                     "and a positive learning rate, e.g. --lrs tied=6e-4 lev=1e-3.")
         out[name] = lr
     return out
 
@@ -184,7 +184,7 @@ def main(argv=None):
             f.write(out)
         timing = os.path.join(results, "timing.json")
         runs_s = json.load(open(timing))["runs_s"] if os.path.exists(timing) else {}
-        trained = {os.path.basename(d).rsplit("_s", 1)[0]: run_lr(d) for d in runs}
+        trained = {os.path.basename(d).rsplit("_s", 1)[0]: records.run_setting(d)["lr"] for d in runs}
         mixed = len(set(trained.values())) > 1
         print("record:", reproduce.write_record(
             results, record_command(sc, trained, mixed, runs), [], runs_s, time.time() - t0,
@@ -192,12 +192,6 @@ def main(argv=None):
             f"the sweep's settings at the {sc.body} body" + (", each arm at its own learning rate" if mixed else ""),
             (), sc.record, lrs=trained if mixed else None,
             arm_flags={n: SETTINGS[n] + ([f"--lr={lr:g}"] if mixed else []) for n, lr in trained.items()}))
-
-
-def run_lr(run_dir: str) -> float:
-    """The learning rate a run trained with (its config.json)."""
-    with open(os.path.join(run_dir, "config.json")) as f:
-        return json.load(f)["train"]["lr"]
 
 
 def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> str:
