@@ -303,6 +303,10 @@ class GPT(nn.Module):
         self.blocks = nn.ModuleList([Block(cfg) for _ in range(cfg.n_layer)])
         self.norm = RMSNorm(D)
         self.lm_head = OutputHead(D, V)                                      # output head, (V, D) weight
+        # Paired initialisation: the body (blocks, norm, head) draws its values before the input map is built, so
+        # with one seed every arm starts from the same body whatever its input map draws (tied: the head is then
+        # replaced by the table).
+        self.init_weights(self)
         # --- the switch: decided here, once ---
         w = matched_widths(cfg)
         if cfg.emb in ("tied", "untied"):
@@ -317,19 +321,9 @@ class GPT(nn.Module):
             self.wte = FactorizedMLPEmbedding(cfg.lev, w["factorized_H"], cfg.emb_mlp_act, cfg.emb_mlp_bias)
         if cfg.emb in BASELINES:
             warn_unmatched(cfg.emb, sum(p.numel() for p in self.wte.parameters()), w["target"], V, D)
+        self.init_weights(self.wte)
         # equal footing, "norm": eps far below the tiniest arm's mean square (flat_mlp's, docs/method.md section 4)
         self.input_norm = RMSNorm(D, eps=1e-12) if cfg.input_scale == "norm" else None
-        # nanoGPT-style init: N(0, INIT_STD) for every Linear and Embedding (biases 0), residual projections scaled
-        # by 1/sqrt(2 n_layer). LEV's parameters and factorized_mlp's codebooks are plain Parameters that
-        # keep their own initialisation (lev.py).
-        for module in self.modules():
-            if isinstance(module, (nn.Linear, nn.Embedding)):
-                nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
-            if isinstance(module, nn.Linear) and module.bias is not None:
-                nn.init.zeros_(module.bias)
-        for block in self.blocks:
-            for proj in (block.attn.proj, block.mlp.down):
-                nn.init.normal_(proj.weight, mean=0.0, std=INIT_STD / math.sqrt(2 * cfg.n_layer))
         if cfg.emb == "tied":
             self.lm_head.weight = self.wte.weight                            # one (V, D) matrix, two uses
         if cfg.input_scale == "norm":
@@ -339,6 +333,20 @@ class GPT(nn.Module):
         cos, sin = rotary_tables(cfg.block_size, D // cfg.n_head, cfg.rope_base)
         self.register_buffer("rope_cos", cos, persistent=False)
         self.register_buffer("rope_sin", sin, persistent=False)
+
+    @torch.no_grad()
+    def init_weights(self, root: nn.Module):
+        """nanoGPT-style init of root's modules: N(0, INIT_STD) for every Linear and Embedding (biases 0), the blocks'
+        residual projections at INIT_STD / sqrt(2 n_layer). LEV's parameters and factorized_mlp's codebooks are plain
+        Parameters that keep their own initialisation (lev.py)."""
+        for module in root.modules():
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+            if isinstance(module, Block):
+                for proj in (module.attn.proj, module.mlp.down):
+                    nn.init.normal_(proj.weight, mean=0.0, std=INIT_STD / math.sqrt(2 * self.cfg.n_layer))
 
     # -- embeddings --------------------------------------------------------------------------------
     @torch.no_grad()
@@ -406,27 +414,33 @@ class GPT(nn.Module):
         body = count(self.blocks.parameters()) + count(self.norm.parameters())
         return dict(input=inp, output=out, body=body, total=count(self.parameters()))
 
+    def input_map_parameters(self) -> list:
+        """The input map's parameters: the table (tied: also the head, one matrix), LEV's or a baseline's, and the
+        "norm" protocol's RMSNorm gain."""
+        return list(self.wte.parameters()) + (list(self.input_norm.parameters()) if self.input_norm else [])
+
     def configure_optimizer(self, lr, weight_decay, betas, device_type="cpu", decay_lev_norm=False,
-                            lev_lr_mult=1.0, lev_weight_decay=True):
+                            emb_lr_mult=1.0, emb_weight_decay=True):
         """AdamW with weight decay on matrices (tables, linear weights, LEV's codebooks, W, Delta, W_out) and none
         on gains and biases: the norms' gains and LEV's LayerNorm gain and bias, which are (h, d_s) but one vector
         per head (decay would pull the gain toward 0, not its neutral 1; decay_lev_norm=True decays them too).
         Decaying Delta pulls S = 1 + Delta toward 1, the neutral factor, and a learned knot width's raw parameter
         (knot_width_raw, (h, d_s)) toward width 1, the fixed grid's (our choice).
-        LEV's own parameters may train at lev_lr_mult times the body's rate and without decay (lev_weight_decay=False):
-        our choice is one rate and one decay for all. Each group's "lr_mult" scales the schedule's rate (train.py).
+        The input map's parameters (input_map_parameters; tied: the one table, input and head) may train at
+        emb_lr_mult times the body's rate and without decay (emb_weight_decay=False), for every arm alike: our choice
+        is one rate and one decay for all. Each group's "lr_mult" scales the schedule's rate (train.py).
         Every parameter is in exactly one group; parameters with the same (decayed, lr_mult) share one."""
-        lev_params = {id(p) for p in self.wte.parameters()} if isinstance(self.wte, LEV) else set()
-        if not lev_params and (lev_lr_mult != 1.0 or not lev_weight_decay):
-            raise ValueError(f"lev_lr_mult and lev_weight_decay set LEV's parameters apart; emb={self.cfg.emb} has "
-                             f"none (use them with --emb=lev).")
+        if not (emb_lr_mult > 0 and math.isfinite(emb_lr_mult)):
+            raise ValueError(f"emb_lr_mult must be a positive number (the input map's rate over the body's), "
+                             f"got {emb_lr_mult}.")
+        emb_params = {id(p) for p in self.input_map_parameters()}
         groups = {}
         for n, p in self.named_parameters():
             if not p.requires_grad:
                 continue
-            is_lev = id(p) in lev_params
-            decayed = decays(n, p, decay_lev_norm) and (lev_weight_decay or not is_lev)
-            groups.setdefault((decayed, lev_lr_mult if is_lev else 1.0), []).append(p)
+            is_emb = id(p) in emb_params
+            decayed = decays(n, p, decay_lev_norm) and (emb_weight_decay or not is_emb)
+            groups.setdefault((decayed, emb_lr_mult if is_emb else 1.0), []).append(p)
         groups = [dict(params=ps, weight_decay=weight_decay if decayed else 0.0, lr=lr * mult, lr_mult=mult)
                   for (decayed, mult), ps in sorted(groups.items(), key=lambda kv: (not kv[0][0], kv[0][1]))]
         fused = device_type in ("cuda", "cpu")       # one kernel per step instead of one per tensor (faster)

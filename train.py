@@ -58,8 +58,9 @@ class TrainConfig:
     warmup_iters: int = CPU["warmup_iters"]  # linear warm-up steps
     weight_decay: float = ADAMW["weight_decay"]  # AdamW decay on matrices only (model.configure_optimizer)
     decay_lev_norm: bool = False  # decay LEV's LayerNorm gain and bias too (per-head vectors; runs before 2026-12-04 did)
-    lev_lr_mult: float = 1.0      # LEV's parameters train at lr x this (our choice: 1, the body's rate; emb=lev only)
-    lev_weight_decay: bool = True  # AdamW decay on LEV's matrices as on the body's (our choice; False: none on LEV)
+    emb_lr_mult: float = 1.0      # the input map's parameters train at lr x this, for every --emb (tied: the one table,
+                                  # input and head); our choice: 1, the body's rate
+    emb_weight_decay: bool = True  # AdamW decay on the input map's matrices as on the body's (our choice; False: none)
     beta1: float = ADAMW["beta1"]  # AdamW beta1
     beta2: float = ADAMW["beta2"]  # AdamW beta2
     grad_clip: float = 1.0        # clip the global gradient norm (0 = off)
@@ -88,12 +89,21 @@ CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=
               eval_iters=checked(int, 1), log_interval=checked(int, 1), batch_size=checked(int, 1),
               grad_accum=checked(int, 1), lr=checked(float, 0, exclusive=True), min_lr_ratio=checked(float, 0),
               warmup_iters=checked(int, 0), weight_decay=checked(float, 0), grad_clip=checked(float, 0),
-              sample_tokens=checked(int, 0), lev_lr_mult=checked(float, 0, exclusive=True))
+              sample_tokens=checked(int, 0), emb_lr_mult=checked(float, 0, exclusive=True))
+
+
+RENAMED = dict(lev_lr_mult="emb_lr_mult", lev_weight_decay="emb_weight_decay")   # an old field -> its name now
 
 
 def parse_args(argv=None):
     """(namespace of TrainConfig + GPTConfig fields (vocab_size comes from the dataset), the flags given, preset)."""
     argv = sys.argv[1:] if argv is None else argv
+    for arg in argv:
+        name = arg.split("=", 1)[0].lstrip("-").replace("-", "_")
+        if arg.startswith("--") and name in RENAMED:
+            new = "--" + RENAMED[name].replace("_", "-")
+            sys.exit(f"error: {arg.split('=', 1)[0]} was renamed {new}: it now sets the input map's parameters apart "
+                     f"for every --emb, LEV's included; use {new}{'=' + arg.split('=', 1)[1] if '=' in arg else ''}.")
     pre = argparse.ArgumentParser(add_help=False)
     pre.add_argument("--preset", default=TrainConfig.preset)
     preset = pre.parse_known_args(argv)[0].preset
@@ -172,6 +182,7 @@ def setup(argv=None) -> Run:
     ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt")) if tc.resume else None
     if ckpt is not None:
         saved = {**ckpt["train_args"], **flatten(GPTConfig, ckpt["model_args"])}
+        saved = {RENAMED.get(k, k): v for k, v in saved.items()}           # a checkpoint written before the rename
         for k, v in saved.items():
             if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir"):
                 setattr(args, k, v)
@@ -195,7 +206,7 @@ def setup(argv=None) -> Run:
     torch.manual_seed(tc.seed)
     raw_model = accelerate(GPT(mc).to(device), tc.fast)
     optimizer = raw_model.configure_optimizer(tc.lr, tc.weight_decay, (tc.beta1, tc.beta2), device.split(":")[0],
-                                              tc.decay_lev_norm, tc.lev_lr_mult, tc.lev_weight_decay)
+                                              tc.decay_lev_norm, tc.emb_lr_mult, tc.emb_weight_decay)
     model = torch.compile(raw_model) if tc.compile else raw_model
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.startswith("cuda") else None)

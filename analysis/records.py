@@ -29,11 +29,11 @@ printouts committed before records existed. Its fields:
                        seed-to-seed variance)
     buckets            per bucket view: the buckets' names and the targets' shares
 
-The statistics here are the ones the docs use. A gap between two arms is the change of validation perplexity,
-ppl_a / ppl_b - 1 = exp(loss_a - loss_b) - 1, paired by seed (seed s: the same initialisation stream and batches);
-its uncertainty is over seeds: the per-seed gaps, their mean (exp of the mean loss difference, minus 1), how many seed
-pairs have a's perplexity higher, the sample sd of the per-seed gaps (the one meaning of "sd" in this project), and a
-95% t-interval over seeds where there are 3 or more pairs.
+The statistics here are the ones the docs use. A gap between two arms is the change of validation perplexity, ppl_a /
+ppl_b - 1 = exp(loss_a - loss_b) - 1, paired by seed (seed s: the same batches and, from big_fair on, the same initial
+body); its uncertainty is over seeds: the per-seed gaps, their mean (exp of the mean loss difference, minus 1), how many
+seed pairs have a's perplexity higher, the sample sd of the per-seed gaps (the one meaning of "sd" in this project), and
+a 95% t-interval over seeds where there are 3 or more pairs.
 """
 import glob
 import json

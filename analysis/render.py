@@ -9,11 +9,11 @@ A block is `<!-- render: NAME ARGS -->` ... `<!-- end render -->`, filled by BLO
 in prose is `<!-- = NAME ARGS -->VALUE<!-- = -->`, filled by VALUES[NAME]. Everything between the markers is
 rewritten; everything outside them is prose, which states directions and points to the tables.
 
-How a comparison reads (records.gap): per seed pair (seed s: the same initialisation stream and batches), the change
-of validation perplexity ppl_a / ppl_b - 1; the mean over the pairs; in how many pairs a is behind (its perplexity
-higher); "sd", the sample sd of the per-seed changes; with 3 or more pairs a 95% t-interval over seeds. The interval
-over validation windows (evaluate.py's bootstrap, given the trained models; it leaves out seed-to-seed variance)
-comes second and says so.
+How a comparison reads (records.gap): per seed pair (seed s: the same batches and, from big_fair on, the same initial
+body), the change of validation perplexity ppl_a / ppl_b - 1; the mean over the pairs; in how many pairs a is behind
+(its perplexity higher); "sd", the sample sd of the per-seed changes; with 3 or more pairs a 95% t-interval over seeds.
+The interval over validation windows (evaluate.py's bootstrap, given the trained models; it leaves out seed-to-seed
+variance) comes second and says so.
 """
 import math
 import os

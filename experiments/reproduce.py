@@ -27,7 +27,7 @@ Arms: every --emb of model.py, plus the controls lev_shuffled (LEV on the digits
 lev_k32 (32 spline knots; more parameters than lev), flat_mlp_4m (flat_mlp with a 4m-wide hidden layer) and lev_best
 (the settings sweep's best LEV: k 2, 32 heads, the concatenated seed, no weight decay on LEV; docs/results.md 8.3).
 The core arms (tied, untied, lev, lev_shuffled) run --seeds, the others --seeds-others. Seed s means the same
-initialisation stream and the same batches for every arm.
+batches and the same initial body (blocks, norm, untied head: model.GPT's paired initialisation) for every arm.
 
 Every run is `python train.py` with the flags printed. A finished run (its log has the final eval) is skipped and
 an unfinished one resumed, so the script can be stopped and started again; --jobs N trains N at once (for a GPU that
@@ -60,7 +60,7 @@ CORPORA = {  # name -> (prepare.py arguments, prepared dataset name)
 }
 CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_k32": ["--emb=lev", "--lev-kappa=32"],
             "flat_mlp_4m": ["--emb=flat_mlp", "--flat-mlp-hidden=4m"],
-            "lev_best": ["--emb=lev", "--lev-k=2", "--lev-heads=32", "--lev-seed-combine=concat", "--lev-weight-decay=False"]}
+            "lev_best": ["--emb=lev", "--lev-k=2", "--lev-heads=32", "--lev-seed-combine=concat", "--emb-weight-decay=False"]}
 ARMS = {**{emb: [f"--emb={emb}"] for emb in EMB_CHOICES}, **CONTROLS}
 CORE = ("tied", "untied", "lev", "lev_shuffled")
 OUT = "out/reproduce"   # where the runs and results of every recipe in experiments/ go

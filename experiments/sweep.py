@@ -1,7 +1,7 @@
 """
 Is the negative result a mis-configured LEV? LEV's own settings, one at a time around the default, on the main
 comparison's recipe (docs/results.md section 2: the cpu body, 1.02M training tokens, lr 2e-3, seed s = the same
-initialisation stream and batches for every arm), next to tied and untied trained in the same group. Run from the
+batches and initial body for every arm), next to tied and untied trained in the same group. Run from the
 project folder, one command at a time (runs are resumable: a finished run is skipped, an unfinished one resumed):
 
     python -m experiments.sweep train --input shakespeare.txt kjv.txt austen.txt        # every setting, seed 1
@@ -39,6 +39,7 @@ from dataclasses import dataclass, field
 from analysis import records
 from experiments import reproduce
 from util.cli import parse
+from util.presets import PRESETS
 
 SETTINGS = {          # name -> train.py flags (on top of the cpu body's); tied and untied are the references
     "tied": ["--emb=tied"],
@@ -69,16 +70,21 @@ SETTINGS = {          # name -> train.py flags (on top of the cpu body's); tied 
     "lev_scalenone": ["--emb=lev", "--input-scale=none"],
     "lev_scalenorm": ["--emb=lev", "--input-scale=norm"],
     # optimisation
-    "lev_lr3x": ["--emb=lev", "--lev-lr-mult=3"],
-    "lev_lr10x": ["--emb=lev", "--lev-lr-mult=10"],
-    "lev_nowd": ["--emb=lev", "--lev-weight-decay=False"],
+    "lev_lr3x": ["--emb=lev", "--emb-lr-mult=3"],
+    "lev_lr10x": ["--emb=lev", "--emb-lr-mult=10"],
+    "lev_nowd": ["--emb=lev", "--emb-weight-decay=False"],
     # the capacity axis (with lev_rank256 and lev_heads32 above)
     "lev_rank360": ["--emb=lev", "--lev-rank=360"],
     "lev_heads32_rank256": ["--emb=lev", "--lev-heads=32", "--lev-rank=256"],
     # the best LEV: every setting that beat the default by more than 0.5% at seed 1 and keeps LEV under the
     # table's size (kappa 32, -0.6%, would take it to 9.8M parameters)
     "lev_best": reproduce.CONTROLS["lev_best"],       # also an arm of experiments/reproduce.py
+    # what carries lev_best (docs/results.md section 9): k 2 with 32 heads alone (without the concatenated seed and
+    # the no-decay), and lev_best on the digits of permuted ids (is it the digits, or dense sharing?)
+    "lev_k2_heads32": ["--emb=lev", "--lev-k=2", "--lev-heads=32"],
+    "lev_best_shuffled": [*reproduce.CONTROLS["lev_best"], "--lev-id-shuffle=1"],
 }
+MULT = "_x"           # a setting's name + "_x<m>": the same setting with its input map at m x the body's rate
 THRESHOLD = 0.02      # --auto: a setting whose seed-1 perplexity differs from lev's by more than this gets seed 2
 
 
@@ -88,7 +94,10 @@ class SweepConfig:
     input: list[str] = field(default_factory=list)  # the corpus's text files (as for experiments/reproduce.py)
     settings: list[str] = field(default_factory=list)  # which settings to train ([] = all; see SETTINGS)
     seeds: list[int] = field(default_factory=lambda: [1])  # seeds to train them with
-    body: str = "cpu"             # the body (experiments/reproduce.py's --body); the group is <body>_sweep
+    body: str = "cpu"             # the body (experiments/reproduce.py's --body)
+    group: str = ""               # the group's name, its folder and record ("" = <body>_sweep)
+    title: str = ""               # the record's title: what the group is ("" = said from the body and the rates)
+    lr: float = 0.0               # train: every setting's learning rate, the body's (0 = the body's preset rate)
     lrs: list[str] = field(default_factory=list)  # train: SETTING=LR, a setting's learning rate (a lev_* setting
                                   # without its own takes lev's); [] = the body's preset rate for all
     auto: bool = False            # train only the settings (and tied, untied, lev) whose seed-1 perplexity in the
@@ -100,7 +109,29 @@ class SweepConfig:
 
 
 def group_dir(sc: SweepConfig) -> str:
-    return os.path.join(sc.out, "text", f"{sc.body}_sweep")
+    return os.path.join(sc.out, "text", sc.group or f"{sc.body}_sweep")
+
+
+def split_mult(name: str) -> tuple:
+    """"tied_x1.67" -> ("tied", 1.67); "tied" -> ("tied", None); a name that is neither a setting nor a setting with
+    "_x<m>" (m a positive number) -> (name, None), which `known` refuses."""
+    base, sep, m = name.rpartition(MULT)
+    try:
+        if sep and base in SETTINGS and float(m) > 0:
+            return base, float(m)
+    except ValueError:
+        pass
+    return name, None
+
+
+def known(name: str) -> bool:
+    return split_mult(name)[0] in SETTINGS
+
+
+def setting_flags(name: str) -> list:
+    """A setting's train.py flags; "<setting>_x<m>" adds --emb-lr-mult=<m> (the input map at m x the body's rate)."""
+    base, m = split_mult(name)
+    return SETTINGS[base] + ([f"--emb-lr-mult={m:g}"] if m is not None else [])
 
 
 def parse_lrs(items: list) -> dict:
@@ -112,17 +143,19 @@ def parse_lrs(items: list) -> dict:
             ok = bool(sep) and float(lr) > 0
         except ValueError:
             ok = False
-        if not ok or name not in SETTINGS:
+        if not ok or not known(name):
             sys.exit(f"error: --lrs {item!r}: give SETTING=LR with a setting of `python -m experiments.sweep list` "
                      "and a positive learning rate, e.g. --lrs tied=6e-4 lev=1e-3.")
         out[name] = lr
     return out
 
 
-def lr_flags(name: str, lrs: dict) -> list:
-    """The --lr flag of a setting: its own rate, else (a lev_* setting) lev's, else none (the body's preset)."""
-    lr = lrs.get(name) or (lrs.get("lev") if name.startswith("lev_") else None)
-    return [f"--lr={lr}"] if lr else []
+def lr_flags(name: str, lrs: dict, lr: float = 0.0) -> list:
+    """The --lr flag of a setting: its own rate, else its base setting's (tied_x3: tied's), else (a lev_* setting)
+    lev's, else the group's lr, else none (the body's preset)."""
+    base = split_mult(name)[0]
+    lr = lrs.get(name) or lrs.get(base) or (lrs.get("lev") if base.startswith("lev_") else None) or lr
+    return [f"--lr={lr:g}" if isinstance(lr, float) else f"--lr={lr}"] if lr else []
 
 
 def changed(path: str) -> list:
@@ -142,9 +175,12 @@ def main(argv=None):
         for name, flags in SETTINGS.items():
             print(f"{name:<22}{' '.join(flags)}")
         return
-    unknown = [s for s in sc.settings if s not in SETTINGS]
+    unknown = [s for s in sc.settings if not known(s)]
     if unknown:
-        sys.exit(f"error: unknown setting(s) {', '.join(unknown)}; `python -m experiments.sweep list` lists them.")
+        sys.exit(f"error: unknown setting(s) {', '.join(unknown)}; `python -m experiments.sweep list` lists them "
+                 "(a setting's name + _x<m>, e.g. tied_x3, trains its input map at m x the body's rate).")
+    if sc.lr < 0:
+        sys.exit(f"error: --lr must be a positive learning rate (or 0 for the body's preset rate), got {sc.lr}.")
     lrs = parse_lrs(sc.lrs)
     if not sc.input and not sc.dry_run:
         sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
@@ -164,14 +200,13 @@ def main(argv=None):
                 if reproduce.finished(out_dir, steps):
                     continue
                 resume = ["--resume"] if os.path.exists(os.path.join(out_dir, "ckpt.pt")) else []
-                todo.append((out_dir, [sys.executable, "train.py", *SETTINGS[name], *lr_flags(name, lrs),
+                todo.append((out_dir, [sys.executable, "train.py", *setting_flags(name), *lr_flags(name, lrs, sc.lr),
                                        f"--seed={seed}", *common, f"--out-dir={out_dir}", *resume]))
         reproduce.train_all(todo, dry=sc.dry_run, timing_path=os.path.join(group_dir(sc), "timing.json"))
         return
     runs = sorted((os.path.join(runs_dir, d) for d in os.listdir(runs_dir)
                    if reproduce.finished(os.path.join(runs_dir, d), steps)),
-                  key=lambda d: (os.path.basename(d).rsplit("_s", 1)[1], list(SETTINGS).index(
-                      os.path.basename(d).rsplit("_s", 1)[0])))
+                  key=lambda d: run_order(os.path.basename(d)))
     results = group_dir(sc)
     cmd = [sys.executable, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root",
            sc.data_root, "--max-windows", "1024", "--json", os.path.join(results, "eval.json"),
@@ -184,14 +219,22 @@ def main(argv=None):
             f.write(out)
         timing = os.path.join(results, "timing.json")
         runs_s = json.load(open(timing))["runs_s"] if os.path.exists(timing) else {}
-        trained = {os.path.basename(d).rsplit("_s", 1)[0]: records.run_setting(d)["lr"] for d in runs}
+        trained = {records.arm_of(os.path.basename(d))[0]: records.run_setting(d)["lr"] for d in runs}
         mixed = len(set(trained.values())) > 1
+        title = sc.title or ("LEV's own settings, one at a time, with tied and untied" if sc.body == "cpu" else
+                             f"the sweep's settings at the {sc.body} body" +
+                             (", each arm at its own learning rate" if mixed else ""))
         print("record:", reproduce.write_record(
-            results, record_command(sc, trained, mixed, runs), [], runs_s, time.time() - t0,
-            "LEV's own settings, one at a time, with tied and untied" if sc.body == "cpu" else
-            f"the sweep's settings at the {sc.body} body" + (", each arm at its own learning rate" if mixed else ""),
+            results, record_command(sc, trained, mixed, runs), [], runs_s, time.time() - t0, title,
             (), sc.record, lrs=trained if mixed else None,
-            arm_flags={n: SETTINGS[n] + ([f"--lr={lr:g}"] if mixed else []) for n, lr in trained.items()}))
+            arm_flags={n: setting_flags(n) + ([f"--lr={lr:g}"] if mixed else []) for n, lr in trained.items()}))
+
+
+def run_order(label: str) -> tuple:
+    """A run folder's place in the group: by seed, then SETTINGS' order, then the input map's multiplier."""
+    name, seed = records.arm_of(label)
+    base, m = split_mult(name)
+    return seed, list(SETTINGS).index(base), m or 1.0
 
 
 def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> str:
@@ -201,17 +244,21 @@ def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> s
                 "section 8); python -m experiments.sweep evaluate --input ...")
     seeds = {}                                          # setting -> its seeds; one train command per seed set
     for d in runs:
-        name, seed = os.path.basename(d).rsplit("_s", 1)
-        seeds.setdefault(name, []).append(int(seed))
+        name, seed = records.arm_of(os.path.basename(d))
+        seeds.setdefault(name, []).append(seed)
     by_seeds = {}
     for name, ss in seeds.items():
         by_seeds.setdefault(tuple(sorted(ss)), []).append(name)
     lrs = [f"{n}={lr:g}" for n, lr in trained.items() if not n.startswith("lev_") or lr != trained.get("lev")]
     files = " ".join(os.path.basename(f) for f in sc.input)
-    train = [f"python -m experiments.sweep train --body {sc.body} --input {files if i == 0 else '...'} --settings "
-             f"{' '.join(names)} --seeds {' '.join(map(str, ss))}" + (f" --lrs {' '.join(lrs)}" if mixed else "")
+    group = f" --group {sc.group}" if sc.group else ""
+    one = next(iter(trained.values()))
+    rate = (f" --lrs {' '.join(lrs)}" if mixed else
+            f" --lr {one:g}" if one != PRESETS[sc.body]["lr"] else "")            # one rate, not the body's preset
+    train = [f"python -m experiments.sweep train --body {sc.body}{group} --input {files if i == 0 else '...'} "
+             f"--settings {' '.join(names)} --seeds {' '.join(map(str, ss))}{rate}"
              for i, (ss, names) in enumerate(by_seeds.items())]
-    return "; ".join(train + [f"python -m experiments.sweep evaluate --body {sc.body} --input ..."])
+    return "; ".join(train + [f"python -m experiments.sweep evaluate --body {sc.body}{group} --input ..."])
 
 if __name__ == "__main__":
     main()

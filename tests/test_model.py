@@ -1,5 +1,6 @@
 """The transformer and its input-embedding switch: every arm, on tiny models built in-process."""
 import math
+import warnings
 from dataclasses import replace
 
 import pytest
@@ -183,30 +184,68 @@ def test_weight_decay_leaves_levs_layernorm_alone_unless_asked(decay_lev_norm):
     torch.testing.assert_close(after["norm.weight"].detach(), before["norm.weight"])
 
 
-def test_lev_lr_mult_and_weight_decay_apply_to_levs_parameters_only():
-    """lev_lr_mult scales LEV's step alone, lev_weight_decay=False removes its decay alone: with zero gradients a
-    step is decay alone (lr * wd of each weight), so LEV's weights must shrink by lr * mult * wd, or not at all."""
-    model = build("lev")
+@pytest.mark.parametrize("emb", EMB_CHOICES)
+def test_emb_lr_mult_and_weight_decay_apply_to_the_input_map_only(emb):
+    """emb_lr_mult scales the input map's step alone, emb_weight_decay=False removes its decay alone, for every arm
+    (tied: the one table, input and head). With zero gradients a step is decay alone (lr * wd of each weight), so the
+    input map's matrices must shrink by lr * mult * wd, or not at all, and the body's by lr * wd."""
+    model = build(emb)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    for mult, wd_on, lev_factor in ((3.0, True, 1 - 0.1 * 3 * 0.5), (3.0, False, 1.0), (1.0, True, 0.95)):
+    emb_names = {n for n, p in model.named_parameters() if any(p is q for q in model.input_map_parameters())}
+    assert emb_names and all(n.startswith("wte.") or (emb == "tied" and n == "lm_head.weight") for n in emb_names)
+    for mult, wd_on, emb_factor in ((3.0, True, 1 - 0.1 * 3 * 0.5), (3.0, False, 1.0), (1.0, True, 0.95)):
         model.load_state_dict({n: t.clone() for n, t in before.items()}, strict=False)
-        opt = model.configure_optimizer(lr=0.1, weight_decay=0.5, betas=BETAS, lev_lr_mult=mult, lev_weight_decay=wd_on)
-        assert {g["lr"] for g in opt.param_groups if g["lr_mult"] == mult} == {0.1 * mult}
+        opt = model.configure_optimizer(lr=0.1, weight_decay=0.5, betas=BETAS, emb_lr_mult=mult, emb_weight_decay=wd_on)
+        in_group = {id(p): g for g in opt.param_groups for p in g["params"]}
+        for n, p in model.named_parameters():
+            assert in_group[id(p)]["lr"] == pytest.approx(0.1 * (mult if n in emb_names else 1.0)), n
         for p in model.parameters():
             p.grad = torch.zeros_like(p)
         opt.step()
         after = dict(model.named_parameters())
-        for n in ("wte.codebooks", "wte.W", "wte.delta", "wte.W_out"):
-            torch.testing.assert_close(after[n].detach(), before[n] * lev_factor)
+        for n, p in after.items():
+            if p.dim() < 2 or n.endswith(("ln_weight", "ln_bias")):
+                continue                                     # gains and biases: never decayed
+            factor = emb_factor if n in emb_names else 0.95
+            torch.testing.assert_close(p.detach(), before[n] * factor, msg=f"{emb}: {n}")
+    if emb != "tied":
         torch.testing.assert_close(after["lm_head.weight"].detach(), before["lm_head.weight"] * 0.95)
-    with pytest.raises(ValueError, match="emb=lev"):
-        build("tied").configure_optimizer(lr=0.1, weight_decay=0.5, betas=BETAS, lev_lr_mult=3.0)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, float("nan"), float("inf")])
+def test_a_bad_emb_lr_mult_is_a_sentence(bad):
+    with pytest.raises(ValueError, match="emb_lr_mult must be a positive number"):
+        build("lev").configure_optimizer(lr=0.1, weight_decay=0.5, betas=BETAS, emb_lr_mult=bad)
+
+
+PAIRED_ARMS = dict(tied=("tied", {}), untied=("untied", {}), lev=("lev", {}),
+                   lev_best=("lev", dict(k=2, heads=32, seed_combine="concat")), albert=("albert", {}),
+                   flat_mlp=("flat_mlp", {}), factorized_mlp=("factorized_mlp", {}))
+
+
+def test_every_arm_starts_from_the_same_body_with_one_seed():
+    """Paired initialisation: with one seed the blocks and the final norm are equal in every arm, and so is the untied
+    head of every arm that has one, whatever its input map draws (tied's head is its table)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                      # tiny sizes: the baselines warn about their match
+        models = {name: build(emb, lev=lev) for name, (emb, lev) in PAIRED_ARMS.items()}
+    ref = models["untied"].state_dict()
+    body = [k for k in ref if k.startswith(("blocks.", "norm.", "lm_head."))]
+    assert any(k.startswith("blocks.") for k in body) and "lm_head.weight" in body
+    for name, model in models.items():
+        sd = model.state_dict()
+        for k in body:
+            if name == "tied" and k == "lm_head.weight":
+                continue
+            assert torch.equal(sd[k], ref[k]), f"{name}: {k} differs from untied's"
+    torch.testing.assert_close(models["tied"].wte.weight, models["untied"].wte.weight)   # the same draw after the body
 
 
 def test_train_schedule_scales_each_groups_rate_by_its_lr_mult(tmp_path):
-    """train.py sets every group's lr from the schedule times the group's lr_mult: LEV's groups at 3x the rest."""
+    """train.py sets every group's lr from the schedule times the group's lr_mult: the input map's groups at 3x the
+    rest."""
     import train
-    run = train.setup(["--preset=tiny", "--emb=lev", "--lev-lr-mult=3", "--quiet", "--max-iters=1",
+    run = train.setup(["--preset=tiny", "--emb=lev", "--emb-lr-mult=3", "--quiet", "--max-iters=1",
                        f"--out-dir={tmp_path}"])
     train.train_step(run)
     rates = {g["lr_mult"]: g["lr"] for g in run.optimizer.param_groups}

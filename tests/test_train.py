@@ -83,12 +83,35 @@ def test_resume_keeps_the_runs_optimizer_choices(dataset, tmp_path):
     """A run's choices of its AdamW groups (LEV's LayerNorm decayed, LEV at 3x the rate) are saved and kept on
     resume, so the optimizer state's groups match."""
     run(dataset, tmp_path, "--emb", "lev", "--max-iters", "4", "--eval-interval", "2", "--stop-at", "2",
-        "--decay-lev-norm", "--lev-lr-mult=3")
+        "--decay-lev-norm", "--emb-lr-mult=3")
     path = os.path.join(tmp_path, "ckpt.pt")
     res = run(dataset, tmp_path, "--resume")
     assert res["status"] == "done" and res["step"] == 4
     args = checkpoint.load(path)["train_args"]
-    assert args["decay_lev_norm"] is True and args["lev_lr_mult"] == 3
+    assert args["decay_lev_norm"] is True and args["emb_lr_mult"] == 3
+
+
+def test_a_checkpoint_with_the_old_lev_only_names_resumes_at_its_multiplier(dataset, tmp_path):
+    """A checkpoint written when the flags were --lev-lr-mult / --lev-weight-decay keeps its choices on resume under the
+    new names (not silently dropped to the defaults)."""
+    run(dataset, tmp_path, "--emb", "lev", "--max-iters", "4", "--eval-interval", "2", "--stop-at", "2",
+        "--emb-lr-mult=3", "--emb-weight-decay=False")
+    path = os.path.join(tmp_path, "ckpt.pt")
+    ckpt = checkpoint.load(path)
+    args = ckpt["train_args"]
+    args["lev_lr_mult"], args["lev_weight_decay"] = args.pop("emb_lr_mult"), args.pop("emb_weight_decay")
+    checkpoint.save(ckpt, path)
+    res = run(dataset, tmp_path, "--resume")
+    assert res["status"] == "done" and res["step"] == 4
+    args = checkpoint.load(path)["train_args"]
+    assert args["emb_lr_mult"] == 3 and args["emb_weight_decay"] is False
+
+
+@pytest.mark.parametrize("flag", ["--lev-lr-mult=3", "--lev_weight_decay=False"])
+def test_the_old_lev_only_flags_are_refused_with_their_new_name(flag):
+    import train
+    with pytest.raises(SystemExit, match="was renamed --emb-"):
+        train.parse_args(["--emb=lev", flag])
 
 
 def test_a_checkpoint_of_an_older_format_is_refused_in_one_sentence(dataset, tmp_path):
