@@ -212,6 +212,27 @@ def arm_of(label: str) -> tuple:
     return arm, int(seed)
 
 
+def input_mult(arm: str) -> tuple:
+    """"tied_x1.67" -> ("tied", 1.67), an arm whose input map trained at 1.67x the body's rate; "tied" -> ("tied", 1.0)
+    (experiments/sweep.py's names)."""
+    base, sep, m = arm.rpartition("_x")
+    try:
+        return (base, float(m)) if sep and base and float(m) > 0 else (arm, 1.0)
+    except ValueError:
+        return arm, 1.0
+
+
+def best_mult(record: dict, base: str) -> str:
+    """The arm of `base` (base, base_x<m>, ...) with the lowest mean loss over the seeds that every one of its
+    multipliers ran (seed 1 in a multiplier search); None where the record has none of them."""
+    arms_ = [a for a in arms(record) if input_mult(a)[0] == base]
+    if not arms_:
+        return None
+    common = set.intersection(*(set(losses(record, a)) for a in arms_))
+    mean = lambda a: sum(v for s, v in losses(record, a).items() if s in common) / len(common)
+    return min(arms_, key=lambda a: (mean(a), input_mult(a)[1]))
+
+
 def run_setting(run_dir: str, extra_flags=()) -> dict:
     """A group's setting as train.py recorded it in a run's config.json: body size, tokenizer, learning rate, steps,
     tokens, context, batch, dtype and device (the arms of a group share them)."""

@@ -523,9 +523,51 @@ def sweep_figures(recs, name, out=DOCS) -> list:
     return paths
 
 
+def b_mults(recs, name, *bases) -> str:
+    """The input map's rate multiplier per arm (arms "<arm>_x<m>" of a group): validation perplexity (mean over seeds;
+    how many), each arm's best in bold (on the seeds every multiplier ran), and its zero-shot perplexity."""
+    r = recs[name]
+    by_base = {}
+    for a in R.arms(r):
+        base, m = R.input_mult(a)
+        by_base.setdefault(base, {})[m] = a
+    mults = sorted({m for v in by_base.values() for m in v})
+    zero = sorted({d for run in r["runs"].values() for d in run["zero_shot"]})
+    rows = []
+    for base in bases or by_base:
+        best = R.best_mult(r, base)
+        cells = [base]
+        for m in mults:
+            a = by_base[base].get(m)
+            s = "-" if a is None else f"{R.mean_sd(r, a)[0]:.2f} ({len(R.losses(r, a))})"
+            cells.append(f"**{s}**" if a is not None and a == best else s)
+        cells += [f"x{R.input_mult(best)[1]:g}"] + [f"{R.mean_sd(r, best, f'zero_shot:{d}')[0]:.1f}" for d in zero]
+        rows.append(cells)
+    return md_table(["arm"] + [f"input map x{m:g}" for m in mults] + ["best"] +
+                    [f"zero-shot ({d}) at the best" for d in zero], rows)
+
+
+def b_fair(recs, name, *pairs) -> str:
+    """Arms each at its best input-map multiplier (R.best_mult), "A-B" pairs, paired by seed, with the zero-shot
+    change (mean over seeds, behind in) on each other dataset."""
+    r = recs[name]
+    zero = sorted({d for run in r["runs"].values() for d in run["zero_shot"]})
+    rows = []
+    for pair in pairs:
+        a, b = (R.best_mult(r, x) for x in pair.split("-"))
+        same = set(R.losses(r, a)) == set(R.losses(r, b))
+        cells = [f"{a} vs {b}"] + gap_cells(R.gap(r, a, r, b), R.pooled(r, a, base=b) if same else None)
+        for d in zero:
+            z = R.gap(r, a, r, b, key=f"zero_shot:{d}")
+            cells.append("-" if z is None else f"{pc(z['mean'])} ({behind(z)})")
+        rows.append(cells)
+    return md_table(["each at its best multiplier"] + GAP_HEAD + [f"zero-shot ({d})" for d in zero], rows)
+
+
 BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, efficiency=b_efficiency,
               downstream=b_downstream, protocol=b_protocol, compare=b_compare, rates=b_rates, at_best=b_at_best,
-              trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline, sweep=b_sweep, ablation=b_ablation)
+              trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline, sweep=b_sweep, ablation=b_ablation,
+              mults=b_mults, fair=b_fair)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -5,6 +5,7 @@ import math
 
 import pytest
 
+from analysis import records as analysis_records
 from analysis import render
 from experiments import sweep
 
@@ -118,3 +119,47 @@ def test_rates_and_setting_read_an_arms_own_learning_rate():
     rec["setting"] = dict(body="big", tokenizer="gpt2", lr=6e-4, tokens=1024000, lrs=dict(tied=6e-4, lev=1e-3))
     assert render.rates(dict(g=rec), "g") == dict(tied={6e-4: {1: (5.0, "g")}}, lev={1e-3: {1: (5.1, "g")}})
     assert "lr 6e-4 (tied), 1e-3 (lev)" in render.setting_text(dict(rec, dtype="bfloat16", device="cpu"))
+
+
+def test_a_multiplier_name_trains_the_setting_with_its_input_map_at_that_rate():
+    assert sweep.setting_flags("tied_x1.67") == ["--emb=tied", "--emb-lr-mult=1.67"]
+    assert sweep.setting_flags("lev_best_x3") == sweep.SETTINGS["lev_best"] + ["--emb-lr-mult=3"]
+    assert sweep.setting_flags("untied") == ["--emb=untied"]
+    assert not sweep.known("tied_x0") and not sweep.known("tied_xfast") and not sweep.known("nosuch_x2")
+    assert sweep.lr_flags("lev_best_x3", {}, 6e-4) == ["--lr=0.0006"]          # the group's one rate
+    assert sweep.lr_flags("tied_x3", sweep.parse_lrs(["tied=4e-4"]), 6e-4) == ["--lr=4e-4"]   # the base's own
+    with pytest.raises(SystemExit, match="unknown setting"):
+        sweep.main(["train", "--settings", "tied_x-1", "--dry-run"])
+
+
+def test_the_fair_rate_group_trains_every_arm_at_one_body_rate_in_its_group(tmp_path, capsys):
+    sweep.main(["train", "--body", "big", "--group", "big_fair", "--lr", "6e-4", "--settings", "tied_x3",
+                "lev_best", "--seeds", "1", "--out", str(tmp_path), "--input", "corpus.txt", "--data-root",
+                str(tmp_path / "data"), "--dry-run"])
+    tied, best = [ln for ln in capsys.readouterr().out.splitlines() if " train.py " in ln]
+    assert "--emb-lr-mult=3" in tied and "--lr=0.0006" in tied and "--lr=0.0006" in best
+    assert "--emb-lr-mult" not in best and f"{tmp_path}/text/big_fair/runs/tied_x3_s1" in tied
+    sc = sweep.SweepConfig(body="big", group="big_fair", input=["shakespeare.txt"])
+    cmd = sweep.record_command(sc, dict(tied=6e-4, tied_x3=6e-4), False, ["r/tied_s1", "r/tied_x3_s1"])
+    assert cmd == ("python -m experiments.sweep train --body big --group big_fair --input shakespeare.txt --settings "
+                   "tied tied_x3 --seeds 1 --lr 0.0006; python -m experiments.sweep evaluate --body big --group "
+                   "big_fair --input ...")
+    assert sorted(["tied_x3_s1", "lev_s2", "tied_s1", "tied_x1.67_s1"], key=sweep.run_order) == \
+        ["tied_s1", "tied_x1.67_s1", "tied_x3_s1", "lev_s2"]
+
+
+def test_multiplier_table_and_fair_comparison_by_hand():
+    """Each arm's best multiplier is the lowest loss on the seeds every multiplier ran (seed 1 here: tied_x3 wins
+    although its seed 2 is worse); the fair comparison pairs the arms at their best multipliers by seed."""
+    rec = record({("tied", 1): 5.00, ("tied_x3", 1): 4.90, ("tied_x3", 2): 5.10,
+                  ("lev", 1): 4.95, ("lev", 2): 5.05, ("lev_x3", 1): 5.20})
+    for run in rec["runs"].values():
+        run["zero_shot"] = {"default": run["loss"] + 1}
+    assert analysis_records.best_mult(rec, "tied") == "tied_x3" and analysis_records.best_mult(rec, "lev") == "lev"
+    rows = [line.split(" | ") for line in render.b_mults(dict(g=rec), "g").splitlines()[2:]]
+    assert rows[0] == ["| tied", f"{math.exp(5.00):.2f} (1)",
+                       f"**{(math.exp(4.90) + math.exp(5.10)) / 2:.2f} (2)**", "x3",
+                       f"{(math.exp(5.90) + math.exp(6.10)) / 2:.1f} |"]
+    fair = render.b_fair(dict(g=rec), "g", "lev-tied").splitlines()[2].split(" | ")
+    assert fair[0] == "| lev vs tied_x3" and fair[2] == f"**{render.pc(math.expm1(0.0))}**"
+    assert fair[1] == f"{100 * math.expm1(0.05):+.1f} / {100 * math.expm1(-0.05):+.1f}" and fair[3] == "1 of 2"
