@@ -9,17 +9,22 @@ A block is `<!-- render: NAME ARGS -->` ... `<!-- end render -->`, filled by BLO
 in prose is `<!-- = NAME ARGS -->VALUE<!-- = -->`, filled by VALUES[NAME]. Everything between the markers is
 rewritten; everything outside them is prose, which states directions and points to the tables.
 
-How a comparison reads (records.gap): per seed pair (seed s: the same batches and, from big_fair on, the same initial
-body), the change of validation perplexity ppl_a / ppl_b - 1; the mean over the pairs; in how many pairs a is behind
-(its perplexity higher); "sd", the sample sd of the per-seed changes; with 3 or more pairs a 95% t-interval over seeds.
-The interval over validation windows (evaluate.py's bootstrap, given the trained models; it leaves out seed-to-seed
-variance) comes second and says so.
+How a comparison reads (records.gap; docs/results.md's "How to read a comparison" is the legend every table links):
+per seed pair (seed s: the same batches and, from big_fair on, the same initial body), the change of validation
+perplexity ppl_a / ppl_b - 1; the mean change, exp(mean loss difference) - 1 (the geometric mean of the per-seed
+ratios, minus 1); in how many pairs a is behind (its perplexity higher); "sd", the sample sd of the per-seed changes;
+with 3 or more pairs a 95% t-interval over seeds, taken on the loss scale (mean loss difference +- t sd / sqrt(n), in
+nats) and shown as perplexity changes. "ppl sd" is another spread: the sample sd of one arm's perplexity over its
+seeds. The interval over validation windows (evaluate.py's bootstrap, given the trained models; it leaves out
+seed-to-seed variance) comes second and says so.
 """
+import json
 import math
 import os
 import re
 import shlex
 import sys
+import textwrap
 
 import numpy as np
 
@@ -27,7 +32,10 @@ from analysis import records as R
 
 ROOT = R.ROOT
 DOCS = os.path.join(ROOT, "docs", "results")
-FILLED = [os.path.join(ROOT, "README.md"), os.path.join(ROOT, "docs", "results.md")]   # docs with marked blocks
+RESULTS = os.path.join(ROOT, "docs", "results.md")
+FILLED = [os.path.join(ROOT, "README.md"), RESULTS, os.path.join(ROOT, "docs", "method.md")]   # docs with marked blocks
+NOTEBOOKS = [os.path.join(ROOT, "notebooks", n) for n in ("01_lev_step_by_step.ipynb", "02_tied_vs_lev.ipynb")]
+FINDINGS_CELL = "print(render.findings(records.load_all()))"   # a notebook code cell whose output render writes
 TRENDS = os.path.join(DOCS, "trends.md")                                                # a doc rendered whole
 COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
 BODIES = ("cpu", "ref", "big", "xl", "xxl")           # from table-heavy to body-heavy
@@ -72,7 +80,8 @@ def gap_cells(g, win=None) -> list:
             "-" if win is None else interval(win["ci"])]
 
 
-GAP_HEAD = ["per seed (%)", "mean", "behind in", "95% over seeds", "95% over windows"]
+LEGEND = "<legend>"    # the link to results.md's "How to read a comparison", made relative to the doc it lands in
+GAP_HEAD = ["per seed (%)", f"[mean]({LEGEND})", "behind in", "95% over seeds", "95% over windows"]
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -115,7 +124,7 @@ def b_arms(recs, name, base=None, *only) -> str:
                 z = R.gap(r, arm, r, base, key=f"zero_shot:{d}")
                 cells.append("-" if z is None else f"{pc(z['mean'])} ({behind(z)})")
         rows.append(cells)
-    head = ["arm", "seeds", "val ppl, mean ± sd"] + [f"vs {base}: {h}" if i == 0 else h for i, h in enumerate(GAP_HEAD)]
+    head = ["arm", "seeds", f"val ppl, mean ± [ppl sd]({LEGEND})"] + [f"vs {base}: {h}" if i == 0 else h for i, h in enumerate(GAP_HEAD)]
     head += [f"zero-shot ({d}): mean (behind in)" for d in zero]
     return md_table(head, rows)
 
@@ -409,7 +418,8 @@ def b_fit(recs, axis, *groups) -> str:
 
 
 def b_headline(recs) -> str:
-    """The README's table: the main comparisons, each with its seeds, the mean gap and the seed pairs behind."""
+    """The README's table: the main comparisons, each with its groups, seeds, the mean gap, the seed pairs behind, and
+    the zero-shot change (the default dataset, never trained on)."""
     big = at_best(recs, *SIZE_BIG_RATES)
     rows = []
     for label, ga, a, gb, b in (
@@ -417,13 +427,17 @@ def b_headline(recs) -> str:
             ("the same: lev vs untied", "cpu_rerun", "lev", "cpu_rerun", "untied"),
             ("6 x 384: lev vs tied", "ref", "lev", "ref", "tied"),
             ("8 x 512, each arm at its best rate: lev vs tied", big["lev"][0], "lev", big["tied"][0], "tied"),
-            ("the same, the sweep's best LEV (section 8.3) vs tied", "big_sweep", "lev_best", "big_sweep", "tied"),
+            ("8 x 512, the sweep's best LEV vs tied, each at its own rate (section 8.3)", "big_sweep", "lev_best",
+             "big_sweep", "tied"),
             ("4 x 128, o200k_base (the paper's vocabulary): lev vs tied", "cpu_o200k_base", "lev", "cpu_o200k_base", "tied")):
         g = R.gap(recs[ga], a, recs[gb], b)
-        rows.append([label, g["n"], pc(g["mean"]), behind(g),
-                     interval(g["ci"]) if g["ci"] else "fewer than 3 pairs", "yes" if R.within_seed_noise(g) else "no"])
-    return md_table(["comparison (validation perplexity)", "seed pairs", "mean change", "lev behind in",
-                     "95% over seeds", "within seed noise"], rows)
+        zero = next(iter(next(iter(recs[ga]["runs"].values()))["zero_shot"]), None)     # the default dataset's name
+        z = R.gap(recs[ga], a, recs[gb], b, f"zero_shot:{zero}") if zero else None
+        rows.append([label, f"`{ga}`" + ("" if gb == ga else f" / `{gb}`"), g["n"], pc(g["mean"]), behind(g),
+                     interval(g["ci"]) if g["ci"] else "fewer than 3 pairs", "yes" if R.within_seed_noise(g) else "no",
+                     "-" if z is None else pc(z["mean"])])
+    return md_table(["comparison (validation perplexity)", "groups", "seed pairs", f"[mean change]({LEGEND})",
+                     "lev behind in", "95% over seeds", "within seed noise", "zero-shot (Python's docs): mean change"], rows)
 
 
 # The groups each trend reads (docs/results/trends.md says why these).
@@ -564,10 +578,95 @@ def b_fair(recs, name, *pairs) -> str:
     return md_table(["each at its best multiplier"] + GAP_HEAD + [f"zero-shot ({d})" for d in zero], rows)
 
 
+# The findings: one home for what the project has found, rendered into README, results.md, method.md and printed by
+# the notebooks (analysis.render.findings). Every direction word is computed from the comparison it names.
+
+DEFAULT_LEV = (("tied at 4 x 128", "cpu_rerun", "tied"), ("untied at 4 x 128", "cpu_rerun", "untied"),
+               ("tied at 6 x 384", "ref", "tied"), ("tied at 8 x 512 with each arm at its best rate", None, "tied"),
+               ("tied with o200k_base, the paper's vocabulary", "cpu_o200k_base", "tied"))
+
+
+def verdict(g) -> str:
+    """"behind" / "ahead of" outside seed noise, else "level with" (within it)."""
+    return "level with" if R.within_seed_noise(g) else "behind" if g["mean"] > 0 else "ahead of"
+
+
+def said(g) -> str:
+    return f"{pc(g['mean'])}" + (f" {interval(g['ci'])}" if g["ci"] else f", {g['n']} seed pairs")
+
+
+def listed(items) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def findings(recs, form="full") -> str:
+    """What the project has found, from the records. form: "full" (results.md, method.md, the notebooks), "short"
+    (README's results), "one" (README's sentence on what the project has found)."""
+    big = at_best(recs, *SIZE_BIG_RATES)
+    words = {}
+    for label, name, base in DEFAULT_LEV:
+        g = R.gap(recs[name or big["lev"][0]], "lev", recs[name or big[base][0]], base)
+        words.setdefault(verdict(g), []).append(f"{label} ({said(g)})")
+    s1 = "With its default settings LEV is " + "; ".join(f"{w} {listed(i)}" for w, i in words.items()) + "."
+    cpu, names = recs["cpu_rerun"], recs["cpu_rerun"]["buckets"]["seen"]["names"]
+    by_seen = [R.pooled(cpu, "lev", "seen", b, "tied") for b in names]
+    rare_word = "larger" if min(b["change"] for b in by_seen[:2]) > by_seen[-1]["change"] else "not larger"
+    rare = (f"At 4 x 128 its deficit against tied is {rare_word} on the tokens a run saw least "
+            f"({pc(by_seen[0]['change'])} on tokens never seen, {pc(by_seen[1]['change'])} on those seen {names[1]} "
+            f"times) than on the commonest ({pc(by_seen[-1]['change'])}, seen {names[-1]} times; intervals over windows "
+            "in the results, section 2.2): the paper finds LEV's gains on rare tokens.")
+    cs = recs["cpu_sweep"]
+    cvs = {b: R.gap(cs, "lev_best", cs, b) for b in ("tied", "untied")}
+    cpu_sweep = (f"There the best combination of LEV's own settings is {verdict(cvs['tied'])} tied ({said(cvs['tied'])}) "
+                 f"and {verdict(cvs['untied'])} untied ({said(cvs['untied'])}).")
+    sw = recs["big_sweep"]
+    vs = {b: R.gap(sw, "lev_best", sw, b) for b in ("tied", "untied")}
+    lead = (f"At 8 x 512 the settings sweep's best LEV (`lev_best`: k = 2, 32 heads, the concatenated seed, no decay on "
+            f"LEV) is {verdict(vs['tied'])} tied ({said(vs['tied'])}) and {verdict(vs['untied'])} untied "
+            f"({said(vs['untied'])}) on held-out text of the training corpus")
+    rests = (f"one body, {sw['setting']['tokens'] / 1e6:.2f}M training tokens ({sw['setting']['epochs']:.2f} epochs), "
+             "each arm at its own learning rate, which sets the body's rate too (" +
+             ", ".join(f"{a} {lr_text(v)}" for a, v in sw["setting"]["lrs"].items() if a != "lev") + ")")
+    if "big_fair" in recs:
+        f = recs["big_fair"]
+        a, b = R.best_mult(f, "lev_best"), R.best_mult(f, "tied")
+        g = R.gap(f, a, f, b)
+        fair = (f"With every arm's body at one rate ({lr_text(f['setting']['lr'])}) and each input map at its best rate "
+                f"multiplier (group `big_fair`{', seed 1 alone so far' if len(R.losses(f, a)) < 2 else ''}), "
+                f"lev_best ({a}) is {verdict(g)} tied ({b}) ({said(g)}).")
+    else:
+        fair = "A control with every arm's body at one rate has not landed."
+    z = {a: R.gap(sw, a, sw, "tied", "zero_shot:default") for a in ("lev_best", "lev", "untied")}
+    out = (f"Out of domain (Python's documentation, which no run trained on) at 8 x 512, lev_best is "
+           f"{verdict(z['lev_best'])} tied ({said(z['lev_best'])}); lev is {pc(z['lev']['mean'])} "
+           f"({z['lev']['n']} seed pairs) and untied {said(z['untied'])}")
+    regime = "The paper's regime (200M-1.2B parameters, billions of tokens) has not been run."
+    if form == "one":
+        text = (f"LEV with its default settings is {' or '.join(words)} an embedding table at the scales a CPU trains; "
+                f"the sweep's best LEV is {verdict(vs['tied'])} tied at one body in domain ({pc(vs['tied']['mean'])}) "
+                f"and {verdict(z['lev_best'])} it out of domain ({pc(z['lev_best']['mean'])}).")
+    elif form == "short":
+        text = " ".join([f"With its default settings LEV is {' or '.join(words)} a table in the comparisons above.",
+                         f"At 8 x 512 the sweep's best LEV is {verdict(vs['tied'])} tied ({said(vs['tied'])}) and "
+                         f"{verdict(vs['untied'])} untied ({said(vs['untied'])}) in domain, each arm at its own learning "
+                         f"rate, which sets the body's rate too.", fair,
+                         f"Out of domain it is {verdict(z['lev_best'])} tied (the zero-shot column).",
+                         "The paper's regime has not been run."])
+    else:
+        text = " ".join([s1, rare, cpu_sweep, f"{lead}. That lead rests on {rests}, and on settings chosen on the "
+                             "validation split it is "
+                             "reported on.", fair, out + ".", regime])
+    return "\n".join(textwrap.wrap(text, 120, break_on_hyphens=False, break_long_words=False))
+
+
+def b_findings(recs, form="full") -> str:
+    return findings(recs, form)
+
+
 BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, efficiency=b_efficiency,
               downstream=b_downstream, protocol=b_protocol, compare=b_compare, rates=b_rates, at_best=b_at_best,
               trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline, sweep=b_sweep, ablation=b_ablation,
-              mults=b_mults, fair=b_fair)
+              mults=b_mults, fair=b_fair, findings=b_findings)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -621,6 +720,18 @@ def v_ppl(recs, name, arm):
     return f"{R.mean_sd(recs[name], arm)[0]:.1f}"
 
 
+def v_means(recs, name, a, b, key="loss"):
+    """A comparison's mean change and, for contrast, the plain average of its per-seed changes."""
+    g = R.gap(recs[name], a, recs[name], b, key)
+    return f"{pc(g['mean'])} as the mean change, {pc(sum(g['gaps']) / g['n'])} as the average of the per-seed changes"
+
+
+def v_spread(recs, name, arm):
+    """An arm's ppl sd over its seeds as a share of its mean perplexity."""
+    m, sd = R.mean_sd(recs[name], arm)
+    return f"{100 * sd / m:.1f}%"
+
+
 def v_budget(recs, name):
     """A group's compute: its runs, and their wall time plus the evaluation's, in hours."""
     wall = recs[name].get("wall") or {}
@@ -629,7 +740,8 @@ def v_budget(recs, name):
 
 
 VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket,
-              bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget)
+              bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
+              spread=v_spread, means=v_means)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -716,10 +828,17 @@ def call(table, spec, recs):
     return table[name](recs, *args)
 
 
-def fill(text: str, recs: dict) -> str:
-    """text with every block and inline value rendered from the records."""
+def legend_link(path: str) -> str:
+    """The legend's address seen from the doc at path."""
+    where = "" if path == RESULTS else os.path.relpath(RESULTS, os.path.dirname(path)).replace(os.sep, "/")
+    return where + "#how-to-read-a-comparison"
+
+
+def fill(text: str, recs: dict, path: str = "") -> str:
+    """text with every block and inline value rendered from the records (their legend links made relative to path)."""
     text = BLOCK.sub(lambda m: m[1] + call(BLOCKS, m[2], recs) + "\n" + m[4], text)
-    return VALUE.sub(lambda m: m[1] + call(VALUES, m[2], recs) + m[4], text)
+    text = VALUE.sub(lambda m: m[1] + call(VALUES, m[2], recs) + m[4], text)
+    return text.replace(f"]({LEGEND})", f"]({legend_link(path or RESULTS)})")
 
 
 def trends_doc(recs) -> str:
@@ -729,7 +848,8 @@ def trends_doc(recs) -> str:
         "# Where LEV starts to pay: the trends", "",
         "Rendered by `python -m analysis.render` from the run records (docs/results/records/); docs/results.md "
         "section 7 has the commands and the reading. A cell: the first arm's change of validation perplexity against the "
-        "second, mean over seed pairs (each pair's change in %; in how many pairs the first arm is behind). Each axis "
+        "second: the [mean change](<legend>) over seed pairs, exp(mean loss difference) - 1 (each pair's change in %; "
+        "in how many pairs the first arm is behind). Each axis "
         "lists the groups it reads; a group re-run after a fix stands in for the one it supersedes.", "",
         "## 1. Learning rate, per arm", "",
         f"The cpu body (4 x 128, GPT-2 vocabulary, 1.02M tokens) at each learning rate ({g(LR_CPU)}): validation "
@@ -761,11 +881,26 @@ def trends_doc(recs) -> str:
         f"xl on a GPU ({g(SIZE_XL_RATES)}):", "", b_rates(recs, *SIZE_XL_RATES), "", b_at_best(recs, *SIZE_XL_RATES), ""])
 
 
+def notebook(path: str, recs: dict) -> str:
+    """A notebook's text with the output of its findings cell (the code FINDINGS_CELL) set to what the records give,
+    as running the cell would print it; written as Jupyter writes a notebook."""
+    with open(path, encoding="utf-8") as f:
+        nb = json.load(f)
+    cells = [c for c in nb["cells"] if c["cell_type"] == "code" and FINDINGS_CELL in "".join(c["source"])]
+    if not cells:
+        raise ValueError(f"{path} has no cell that runs {FINDINGS_CELL}: the findings are printed there.")
+    lines = (findings(recs) + "\n").splitlines(keepends=True)
+    for c in cells:
+        c["outputs"] = [dict(name="stdout", output_type="stream", text=lines)]
+    return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
+
+
 def render(recs=None, write=True) -> dict:
     """{path: rendered text} of every doc; write=True writes them and the figures."""
     recs = recs or R.load_all()
-    out = {p: fill(open(p, encoding="utf-8").read(), recs) for p in FILLED}
-    out[TRENDS] = trends_doc(recs)
+    out = {p: fill(open(p, encoding="utf-8").read(), recs, p) for p in FILLED}
+    out.update({p: notebook(p, recs) for p in NOTEBOOKS})
+    out[TRENDS] = trends_doc(recs).replace(f"]({LEGEND})", f"]({legend_link(TRENDS)})")
     if write:
         for p, text in out.items():
             with open(p, "w", encoding="utf-8") as f:

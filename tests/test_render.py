@@ -97,3 +97,50 @@ def test_bucket_tables_say_which_token_buckets_a_position(recs):
 def test_budget_sums_a_groups_run_and_evaluation_times():
     rec = dict(runs={"a_s1": {}, "b_s1": {}}, wall=dict(runs_s={"a_s1": 1800.0, "b_s1": 3600.0}, evaluate_s=1800))
     assert render.v_budget(dict(g=rec), "g") == "2 runs, 2.0 hours"
+
+
+def test_the_findings_words_follow_the_seed_statistics(recs):
+    """The findings say "ahead of", "behind" or "level with" from each comparison's seed pairs: moving lev_best's
+    losses above tied's at 8 x 512 turns "ahead of tied" into "behind tied", and a gap on 2 seed pairs is "level"."""
+    text = render.findings(recs).replace("\n", " ")
+    sw = recs["big_sweep"]
+    assert ("is ahead of tied" in text) == (R.gap(sw, "lev_best", sw, "tied")["ci"][1] < 0)
+    changed = copy.deepcopy(recs)
+    for run in changed["big_sweep"]["runs"].values():
+        if run["arm"] == "lev_best":
+            run["loss"] = R.losses(sw, "tied")[run["seed"]] + 0.05 + 0.01 * run["seed"]
+    moved = render.findings(changed).replace("\n", " ")
+    assert "best LEV (`lev_best`: k = 2, 32 heads, the concatenated seed, no decay on LEV) is behind tied" in moved
+    assert f"level with tied at 6 x 384 ({render.pc(R.gap(recs['ref'], 'lev', recs['ref'], 'tied')['mean'])}, 2 seed " \
+           "pairs)" in text
+
+
+def test_every_file_that_carries_the_findings_has_the_same_text(recs):
+    """README (two forms), docs/results.md, docs/method.md and notebooks 01 and 02 (the output of their findings cell)
+    carry the findings; the notebooks' text is the full form's, and a notebook without the cell is refused."""
+    full = render.findings(recs)
+    out = render.render(recs, write=False)
+    for path in (render.RESULTS, os.path.join(R.ROOT, "docs", "method.md"), *render.NOTEBOOKS):
+        text = out[path]
+        if path.endswith(".ipynb"):
+            cell = next(c for c in json.loads(text)["cells"] if render.FINDINGS_CELL in "".join(c["source"]))
+            text = "".join(cell["outputs"][0]["text"])
+        assert full in text, path
+    readme = out[os.path.join(R.ROOT, "README.md")]
+    assert render.findings(recs, "short") in readme and render.findings(recs, "one") in readme
+
+
+def test_a_notebook_without_its_findings_cell_is_refused(recs, tmp_path):
+    path = tmp_path / "nb.ipynb"
+    path.write_text(json.dumps(dict(cells=[dict(cell_type="code", source=["print(1)"], outputs=[])], metadata={})))
+    with pytest.raises(ValueError, match="no cell that runs"):
+        render.notebook(str(path), recs)
+
+
+def test_every_comparison_table_links_the_legend_from_where_it_lands(recs):
+    out = render.render(recs, write=False)
+    assert "[mean change](docs/results.md#how-to-read-a-comparison)" in out[os.path.join(R.ROOT, "README.md")]
+    assert "[mean](#how-to-read-a-comparison)" in out[render.RESULTS]
+    assert "(../results.md#how-to-read-a-comparison)" in out[render.TRENDS]
+    assert "## How to read a comparison" in out[render.RESULTS]
+    assert all("<legend>" not in text for text in out.values())
