@@ -44,7 +44,7 @@ class LEVConfig:
     codebooks: str = "per_position"  # our choice: one codebook per digit position; "shared": one for all
     seed_combine: str = "sum"     # our choice: z = sum_j C_j[c_j]; "concat": z = [C_0[c_0], ..., C_{k-1}[c_{k-1}]]
     id_shuffle: int = 0           # s, a control: 0 = digits of the tokenizer's ids; s > 0 = digits of pi(i), pi a
-                                  # fixed random permutation (seed s), which removes any id-order structure
+                                  # fixed random permutation (permutation key s), which removes any id-order structure
     eps: float = 1e-9             # eps, our choice: the epsilon in log(|phi| + eps) of the separable product
     ln_eps: float = 1e-5          # eps_LN, our choice (PyTorch's default): the epsilon of step 3's LayerNorm
     init_std: float = INIT_STD    # our choice: std of codebooks and W_l (W_out_l: init_std / sqrt(h))
@@ -107,7 +107,7 @@ def lev_num_params(cfg: LEVConfig) -> int:
 def id_permutation(V: int, seed_: int) -> torch.Tensor:
     """Step 0 (a control, off by default). pi: a fixed random permutation of 0..V-1; with it, LEV writes
     pi(i) instead of i in base b, so ids that are close in the tokenizer's numbering (BPE: merge order) no
-    longer share digits. (V,) int64, the same for a given shuffle seed s on every machine (a CPU generator)."""
+    longer share digits. (V,) int64, the same for a given permutation key s on every machine (a CPU generator)."""
     return torch.randperm(V, generator=torch.Generator().manual_seed(seed_))
 
 
@@ -346,6 +346,11 @@ def _walkthrough(V: int, D: int):
     e = merge_heads(M, lev.W_out)
     print(f"7. e = sum_l M_l W_out_l {tuple(e.shape)}: {rng(e)}, std {e.std().item():.4f}")
     assert torch.allclose(e, lev(ids), atol=1e-5), "the chained steps should equal LEV.forward"
+    sample = torch.randperm(V, generator=torch.Generator().manual_seed(0))[:4096]
+    rms = lev(sample[None]).pow(2).mean().sqrt().item()
+    print(f"8. equal footing (in model.GPT, not in LEV): the model multiplies W_out by {INIT_STD} / RMS(e) = "
+          f"{INIT_STD} / {rms:.4f} = {INIT_STD / rms:.3f}, so LEV's vectors start at a table's RMS "
+          f"(--input-scale=init; docs/method.md section 4)")
     p_lev, p_table, counted = lev_num_params(cfg), V * D, sum(p.numel() for p in lev.parameters())
     print(f"\nparameters: LEV {p_lev:,} (counted {counted:,}) vs dense V x D table {p_table:,} "
           f"-> {p_lev / p_table:.1%} of the table")

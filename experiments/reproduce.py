@@ -24,7 +24,7 @@ each with a lower learning rate. All default to 1,024,000 training tokens per ru
 same text (and the zero-shot sets) with cl100k_base or o200k_base (the paper's); results then go to
 <body>_<tokenizer>[_<tag>].
 Arms: every --emb of model.py, plus the controls lev_shuffled (LEV on the digits of randomly permuted ids),
-lev_k32 (32 spline knots; more parameters than lev), flat_mlp_4m (flat_mlp with a 4m-wide hidden layer) and lev_best
+lev_kappa32 (32 spline knots; more parameters than lev), flat_mlp_4m (flat_mlp with a 4m-wide hidden layer) and lev_best
 (the settings sweep's best LEV: k 2, 32 heads, the concatenated seed, no weight decay on LEV; docs/results.md 8.3).
 The core arms (tied, untied, lev, lev_shuffled) run --seeds, the others --seeds-others. Seed s means the same
 batches and the same initial body (blocks, norm, untied head: model.GPT's paired initialisation) for every arm.
@@ -58,7 +58,7 @@ CORPORA = {  # name -> (prepare.py arguments, prepared dataset name)
     "wikitext103": (["wikitext103"], "repro_wikitext103"),
     "text": (["text"], "repro_text"),
 }
-CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_k32": ["--emb=lev", "--lev-kappa=32"],
+CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_kappa32": ["--emb=lev", "--lev-kappa=32"],
             "flat_mlp_4m": ["--emb=flat_mlp", "--flat-mlp-hidden=4m"],
             "lev_best": ["--emb=lev", "--lev-k=2", "--lev-heads=32", "--lev-seed-combine=concat", "--emb-weight-decay=False"]}
 ARMS = {**{emb: [f"--emb={emb}"] for emb in EMB_CHOICES}, **CONTROLS}
@@ -73,7 +73,7 @@ class ReproduceConfig:
     body: str = "cpu"             # cpu (4 x 128), ref (6 x 384, body-heavier), big (8 x 512, context 256), xl, xxl
     tokenizer: str = "gpt2"       # the corpus's (and the zero-shot sets') tokenizer: gpt2, cl100k_base, o200k_base
     arms: list[str] = field(default_factory=lambda: ["tied", "untied", "lev", "lev_shuffled", "albert", "flat_mlp",
-                                                     "factorized_mlp", "lev_k32"])  # which arms (see ARMS)
+                                                     "factorized_mlp", "lev_kappa32"])  # which arms (see ARMS)
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3])   # seeds of the core arms (tied, untied, lev, lev_shuffled)
     seeds_others: list[int] = field(default_factory=lambda: [1, 2])  # seeds of every other arm
     steps: int = 0                # optimizer steps per run (0 = the body's: 1,024,000 training tokens)

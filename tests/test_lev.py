@@ -280,3 +280,20 @@ def test_materialised_table_is_never_stale(change):
     after = lev.lookup(ids)
     assert not torch.allclose(after, before)
     torch.testing.assert_close(after, lev(ids), rtol=1e-5, atol=1e-6)
+
+
+def test_the_walkthrough_ends_with_the_rescale_the_model_applies(capsys):
+    """`python lev.py`'s step 8 prints the factor model.GPT's equal footing multiplies W_out by (the same ids, the same
+    RMS), so a learner can follow LEV into the model."""
+    import re
+    from lev import LEV, LEVConfig, _walkthrough
+    from model import GPT, GPTConfig
+    _walkthrough(1000, 64)
+    factor = float(re.search(r"8\. equal footing.*= ([\d.]+), so", capsys.readouterr().out)[1])
+    torch.manual_seed(0)
+    lev = LEV(LEVConfig(vocab_size=1000, n_embd=64))              # the walk-through's LEV, drawn the same way
+    before = lev.W_out.detach().clone()
+    model = GPT(GPTConfig(vocab_size=1000, n_embd=64, n_head=4, n_layer=1, block_size=8, input_scale="none"))
+    model.wte = lev
+    model.rescale_input_map(model.cfg.input_rms)
+    assert (lev.W_out / before).flatten()[0].item() == pytest.approx(factor, abs=1e-3)

@@ -28,14 +28,14 @@ def flags(cmd):
 def test_every_arm_and_seed_on_the_same_tokens_and_body(tmp_path):
     cmds = dry_run(tmp_path)
     train = [flags(c) for c in cmds if c[1] == "train.py"]
-    core, others = {"tied", "untied", "lev", "lev_shuffled"}, {"albert", "flat_mlp", "factorized_mlp", "lev_k32"}
+    core, others = {"tied", "untied", "lev", "lev_shuffled"}, {"albert", "flat_mlp", "factorized_mlp", "lev_kappa32"}
     names = {(os.path.basename(f["out-dir"]).rsplit("_s", 1)[0], int(f["seed"])) for f in train}
     assert names == {(a, s) for a in core for s in (1, 2, 3)} | {(a, s) for a in others for s in (1, 2)}
     same = lambda f: {k: v for k, v in f.items() if k not in ("emb", "seed", "out-dir", "lev-id-shuffle", "lev-kappa")}
     assert all(same(f) == same(train[0]) for f in train)                        # same steps, body, batches
     assert int(train[0]["max-iters"]) * 1024 >= 1_000_000                       # >= 1M training tokens per run
     by_name = {os.path.basename(f["out-dir"]): f for f in train}
-    assert by_name["lev_shuffled_s1"]["lev-id-shuffle"] == "1" and by_name["lev_k32_s1"]["lev-kappa"] == "32"
+    assert by_name["lev_shuffled_s1"]["lev-id-shuffle"] == "1" and by_name["lev_kappa32_s1"]["lev-kappa"] == "32"
     ev = next(c for c in cmds if c[1] == "evaluate.py")
     runs = ev[ev.index("--runs") + 1:ev.index("--dataset")]
     assert len(runs) == len(train) and os.path.basename(runs[0]) == "tied_s1"    # tied first: the baseline
