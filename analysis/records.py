@@ -297,6 +297,7 @@ def from_eval(result: dict, name: str, title: str, command: str, setting: dict, 
                                                                          e["buckets"]] for g, e in S["groups"].items()})
     tokens = setting.get("tokens")
     setting = dict(setting, strata=result.get("strata", "target"), train_split_tokens=result["train_tokens"],
+                   **({"unseen_ids": result["unseen_ids"]} if result.get("unseen_ids", "keep") != "keep" else {}),
                    val_windows=home["windows"],
                    val_targets=pos[-1], epochs=round(tokens / result["train_tokens"], 3) if tokens else None)
     dtype, device = setting.pop("dtype", None), setting.pop("device", "cpu")

@@ -726,6 +726,21 @@ def v_means(recs, name, a, b, key="loss"):
     return f"{pc(g['mean'])} as the mean change, {pc(sum(g['gaps']) / g['n'])} as the average of the per-seed changes"
 
 
+def v_sharing(recs, V="50257"):
+    """How lev_best's k = 2 changes LEV's sharing and size (lev.py's formulas): the ids a leading digit groups at k = 2
+    and k = 3, and lev_best's parameters against the default LEV's and the table's at the cpu and big widths."""
+    from lev import LEVConfig, lev_num_params
+    V = int(V)
+    lead = {k: LEVConfig(vocab_size=V, k=k).base ** (k - 1) for k in (2, 3)}
+    sizes = []
+    for D, body in ((128, "the cpu body"), (512, "8 x 512")):
+        best = lev_num_params(LEVConfig(vocab_size=V, n_embd=D, k=2, heads=32, seed_combine="concat"))
+        default = lev_num_params(LEVConfig(vocab_size=V, n_embd=D))
+        sizes.append(f"{best / default:.1f}x the default LEV's parameters and {best / (V * D):.2f} of the table at {body}")
+    return (f"a leading digit groups at most {lead[2]:,} ids at k = 2, against {lead[3]:,} at k = 3; and it is "
+            f"{sizes[0]}, {sizes[1]}")
+
+
 def v_spread(recs, name, arm):
     """An arm's ppl sd over its seeds as a share of its mean perplexity."""
     m, sd = R.mean_sd(recs[name], arm)
@@ -741,7 +756,7 @@ def v_budget(recs, name):
 
 VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket,
               bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
-              spread=v_spread, means=v_means)
+              spread=v_spread, means=v_means, sharing=v_sharing)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -211,8 +211,8 @@ class TokenData:
 
 
 def consumed_counts(data, steps, batch_size, block_size, seed, grad_accum=1, world_size=1, chunk=1 << 22,
-                    progress=False):
-    """How many times every token id was a training TARGET (y) in steps 0 .. steps-1 of a run:
+                    progress=False, role="target"):
+    """How many times every token id was a training TARGET (y; role="input": an INPUT, x) in steps 0 .. steps-1 of a run:
     (V,) int64 summing to steps * R * T, R = batch_size * grad_accum * world_size rows per step.
 
     Recomputed from the sampler, nothing is stored during training: by the batch contract (module
@@ -231,15 +231,18 @@ def consumed_counts(data, steps, batch_size, block_size, seed, grad_accum=1, wor
             raise ValueError(f"{arg} must be >= 1, got {v}.")
     if steps < 0:
         raise ValueError(f"steps must be >= 0, got {steps}.")
+    if role not in ("target", "input"):
+        raise ValueError(f"role must be target or input, got {role!r}.")
     data._check_room("train", block_size)
     R, T = batch_size * grad_accum * world_size, block_size
+    shift = 1 if role == "target" else 0                 # a window starting at p: inputs p .. p+T-1, targets p+1 .. p+T
     counts = np.zeros(data.vocab_size, dtype=np.int64)
     per_chunk = max(1, chunk // (R * T))  # steps per chunk
     from tqdm import tqdm
-    with tqdm(total=steps * R * T, unit="tok", unit_scale=True, disable=not progress, desc="counting targets") as bar:
+    with tqdm(total=steps * R * T, unit="tok", unit_scale=True, disable=not progress, desc=f"counting {role}s") as bar:
         for s0 in range(0, steps, per_chunk):
             starts = data._starts("train", T, seed, range(s0, min(steps, s0 + per_chunk)), np.arange(R))  # (S, R)
-            pos = starts.astype(np.int64)[..., None] + 1 + np.arange(T)  # (S, R, T) stream positions of the targets
+            pos = starts.astype(np.int64)[..., None] + shift + np.arange(T)  # (S, R, T) stream positions counted
             counts += np.bincount(data.gather("train", pos).ravel(), minlength=data.vocab_size)
             bar.update(pos.size)
     return counts

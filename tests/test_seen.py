@@ -40,15 +40,16 @@ def random_data(tmp_path):
     return make_dataset(tmp_path, np.random.default_rng(0).integers(0, V, 1005), (300, 5, 700), V)
 
 
-def literal_counts(data, steps, batch_size, block_size, seed, grad_accum, world_size):
-    """The slow reference: every get_batch call of train.py, on every rank, its targets counted one by one."""
+def literal_counts(data, steps, batch_size, block_size, seed, grad_accum, world_size, role="target"):
+    """The slow reference: every get_batch call of train.py, on every rank, its targets (or inputs) counted one by
+    one."""
     counts = np.zeros(data.vocab_size, dtype=np.int64)
     for step in range(steps):
         for micro in range(grad_accum):
             for rank in range(world_size):
-                _, y = data.get_batch("train", batch_size, block_size, seed=seed, step=step, micro_step=micro,
+                x, y = data.get_batch("train", batch_size, block_size, seed=seed, step=step, micro_step=micro,
                                       rank=rank, world_size=world_size)
-                for t in y.ravel():
+                for t in (y if role == "target" else x).ravel():
                     counts[t] += 1
     return counts
 
@@ -64,6 +65,16 @@ def test_consumed_counts_equal_the_literal_loop(random_data, grad_accum, world_s
     assert np.array_equal(consumed_counts(random_data, chunk=1, **args), ref)                # 1 step a chunk
     other = consumed_counts(random_data, **{**args, "seed": 6})
     assert other.sum() == ref.sum() and not np.array_equal(other, ref)
+
+
+@pytest.mark.parametrize("grad_accum,world_size", [(1, 1), (2, 2)])
+def test_consumed_input_counts_equal_the_literal_loop_over_inputs(random_data, grad_accum, world_size):
+    args = dict(steps=7, batch_size=3, block_size=16, seed=5, grad_accum=grad_accum, world_size=world_size)
+    ref = literal_counts(random_data, **args, role="input")
+    assert np.array_equal(consumed_counts(random_data, **args, role="input"), ref)
+    assert not np.array_equal(ref, literal_counts(random_data, **args))          # inputs are not the targets
+    with pytest.raises(ValueError, match="role must be target or input"):
+        consumed_counts(random_data, **args, role="x")
 
 
 def test_consumed_counts_only_depend_on_the_global_batch(random_data):

@@ -1,0 +1,74 @@
+"""evaluate.py --unseen-ids: the input vectors of ids a run never consumed as inputs, replaced in every arm's materialised
+input table (an evaluation intervention, not the paper's method), and the input counts it reads."""
+import math
+import warnings
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+import evaluate
+from model import GPT, GPTConfig
+from util import presets
+
+TINY = GPTConfig.from_preset(presets.TINY, vocab_size=300, block_size=16)
+
+
+def build(emb, **kw):
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return GPT(replace(TINY, emb=emb, **kw)).eval()
+
+
+def counts_with_gaps(V=300):
+    """Input counts: ids 0-99 never consumed, 100-149 once to three times, the rest often."""
+    c = np.full(V, 50, dtype=np.int64)
+    c[:100] = 0
+    c[100:150] = np.arange(50) % 3 + 1
+    return c
+
+
+ARMS = [("tied", {}), ("untied", {}), ("lev", {}), ("albert", {}), ("lev", dict(input_scale="norm"))]
+
+
+@pytest.mark.parametrize("emb,kw", ARMS)
+@pytest.mark.parametrize("how", ["rare-mean", "noise"])
+def test_only_the_never_consumed_rows_change_and_the_head_stays(emb, kw, how):
+    model = build(emb, **kw)
+    before, head = model.input_table(), model.lm_head.weight.detach().clone()
+    counts = counts_with_gaps()
+    evaluate.with_unseen_inputs(model, counts, how, seed=3)
+    after = model.input_table()
+    assert torch.equal(after[100:], before[100:])                              # consumed ids: bit for bit
+    assert torch.equal(model.lm_head.weight, head)                             # the head (tied: its own matrix)
+    if how == "rare-mean":
+        assert torch.allclose(after[:100], before[100:150].mean(0).expand(100, -1))
+    else:
+        rms = after[:100].pow(2).mean().sqrt().item()
+        assert math.isclose(rms, model.cfg.input_rms, rel_tol=0.15) and not torch.equal(after[:100], before[:100])
+    # a window of consumed ids only is scored as before (up to LEV's float rounding between computing and looking up)
+    x = torch.randint(150, 300, (2, 16), generator=torch.Generator().manual_seed(1))
+    fresh = build(emb, **kw)
+    torch.testing.assert_close(model(x)[0], fresh(x)[0], rtol=1e-4, atol=1e-5)
+
+
+def test_keep_is_the_model_as_trained_bit_for_bit():
+    model = build("lev")
+    x = torch.randint(0, 300, (2, 16), generator=torch.Generator().manual_seed(1))
+    ref = model(x)[0]
+    assert evaluate.with_unseen_inputs(model, counts_with_gaps(), "keep") is model
+    assert torch.equal(model(x)[0], ref)
+
+
+def test_bad_values_are_sentences():
+    model = build("untied")
+    with pytest.raises(ValueError, match="unseen_ids must be one of keep, rare-mean, noise"):
+        evaluate.with_unseen_inputs(model, counts_with_gaps(), "zero")
+    with pytest.raises(ValueError, match="consumed 1-3 times"):
+        evaluate.with_unseen_inputs(model, np.where(counts_with_gaps() > 3, 9, 0), "rare-mean")
+    with pytest.raises(ValueError, match="one count per id"):
+        evaluate.with_unseen_inputs(model, np.ones(10), "noise")
+    with pytest.raises(SystemExit):
+        evaluate.parse_args(["--runs", "x", "--unseen-ids", "zero"])
