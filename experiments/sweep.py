@@ -17,6 +17,13 @@ setting takes lev's rate unless given its own), in the group <body>_sweep:
         --lrs tied=6e-4 untied=4e-4 lev=1e-3
     python -m experiments.sweep evaluate --body big --input ...        # reads each run's rate from its config.json
 
+The fair-rate group (docs/results.md section 9): every arm's body at one rate (--lr), each input map at a multiple
+of it (a setting's name + "_x<m>" adds --emb-lr-mult=<m>), in a group of its own (--group):
+
+    python -m experiments.sweep train --body big --group big_fair --lr 6e-4 --input ... --seeds 1 \
+        --settings tied untied lev lev_best tied_x3 untied_x3 lev_x3 lev_best_x3 tied_x1.67 ...
+    python -m experiments.sweep evaluate --body big --group big_fair --input ...
+
 Settings (each one flag, or two, away from the default LEV; LEVConfig's fields are --lev-<field>):
   capacity      d_seed 32 / 64 / 256, rank 16 / 256, heads 2 / 32
   shape         kappa 4 / 8 / 32, temperature 1 / 4, k (digits) 2 / 4
@@ -27,8 +34,9 @@ Settings (each one flag, or two, away from the default LEV; LEVConfig's fields a
                 (32 heads of rank 256)
   the best LEV  lev_best: the settings that beat the default by more than 0.5% at seed 1 combined (k 2, 32 heads,
                 the concatenated seed, no weight decay on LEV), trained with seeds 1-3 beside tied's and untied's
-Runs go to out/reproduce/text/<body>_sweep/runs/<setting>_s<seed>; `evaluate` writes eval.json, eval.txt and summary.md
-there (experiments/reproduce.py's evaluation: 1,024 fixed windows, seen-count buckets, zero-shot).
+Runs go to out/reproduce/text/<group>/runs/<setting>_s<seed> (the group: <body>_sweep unless --group); `evaluate`
+writes eval.json, eval.txt and summary.md there (experiments/reproduce.py's evaluation: 1,024 fixed windows, seen-count
+buckets, zero-shot).
 """
 import json
 import os
