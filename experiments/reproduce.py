@@ -247,7 +247,7 @@ def main(argv=None):
 
 
 def write_record(results: str, command: str, flags: list, runs_s: dict, evaluate_s: float, title: str, supersedes=(),
-                 dest: str = "", arm_flags=None, commit=None, lrs=None) -> str:
+                 dest: str = "", arm_flags=None, commit=None, lrs=None, note=None) -> str:
     """The group's record (analysis/records.py) from its eval.json and its runs' config.json and log.jsonl, into the
     results folder as record.json and, with dest, into dest as <group>.json; -> where it went. lrs: {arm: learning
     rate} where the arms trained at different rates (the setting's lr is then the first run's)."""
@@ -263,6 +263,8 @@ def write_record(results: str, command: str, flags: list, runs_s: dict, evaluate
         rec["setting"]["lrs"] = lrs
     if commit:                                              # the code the runs trained with, where it is not this one
         rec["commit"] = commit
+    if note:
+        rec["note"] = note
     with open(os.path.join(results, "record.json"), "w") as f:
         json.dump(rec, f, indent=1)
     return records.save(rec, dest) if dest else os.path.join(results, "record.json")

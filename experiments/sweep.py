@@ -106,6 +106,7 @@ class SweepConfig:
     group: str = ""               # the group's name, its folder and record ("" = <body>_sweep)
     title: str = ""               # the record's title: what the group is ("" = said from the body and the rates)
     lr: float = 0.0               # train: every setting's learning rate, the body's (0 = the body's preset rate)
+    note: str = ""                # evaluate: what else a reader of the record must know (its note field)
     lrs: list[str] = field(default_factory=list)  # train: SETTING=LR, a setting's learning rate (a lev_* setting
                                   # without its own takes lev's); [] = the body's preset rate for all
     auto: bool = False            # train only the settings (and tied, untied, lev) whose seed-1 perplexity in the
@@ -234,7 +235,7 @@ def main(argv=None):
                              (", each arm at its own learning rate" if mixed else ""))
         print("record:", reproduce.write_record(
             results, record_command(sc, trained, mixed, runs), [], runs_s, time.time() - t0, title,
-            (), sc.record, lrs=trained if mixed else None,
+            (), sc.record, lrs=trained if mixed else None, note=sc.note or None,
             arm_flags={n: setting_flags(n) + ([f"--lr={lr:g}"] if mixed else []) for n, lr in trained.items()}))
 
 
