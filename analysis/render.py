@@ -140,7 +140,7 @@ def b_buckets(recs, name, view, base=None, *only) -> str:
     shares = B["shares"] if isinstance(B["shares"], list) else B["shares"].get(base, next(iter(B["shares"].values())))
     arms = [a for a in R.arms(r) if a != base and (not only or a in only)]
     unit = "positions by input token" if r["setting"].get("strata") == "input" else "targets"   # evaluate.py --strata
-    head = ["bucket", f"share of {unit}"] + [f"{a} vs {base} [95% over windows]" for a in arms]
+    head = ["bucket", f"share of {unit}"] + [f"{a} vs {base} [[95% over windows]({LEGEND})]" for a in arms]
     rows = []
     for i, nm in enumerate(B["names"]):
         if not shares[i]:
@@ -186,7 +186,7 @@ def b_curve(recs, name, *pairs) -> str:
             d = curve_gap(r, a, b, t)
             cells.append("-" if not d else f"{sum(d) / len(d):+.3f} ({sum(x > 0 for x in d)}/{len(d)})")
         rows.append([f"{a} - {b}"] + cells)
-    return md_table(["nats (seed pairs behind)"] + [f"{t / 1e3:,.0f}k" for t in marks], rows)
+    return md_table([f"nats ([seed pairs]({LEGEND}) behind)"] + [f"{t / 1e3:,.0f}k" for t in marks], rows)
 
 
 def b_efficiency(recs, name) -> str:
@@ -199,7 +199,8 @@ def b_efficiency(recs, name) -> str:
         total = r["setting"]["tokens"]
         rows.append([arm, f"{len(got)} of {len(runs)}", "-" if not got else
                      " / ".join(f"{t / 1e3:,.0f}k" for t in got) + f" ({total / (sum(got) / len(got)):.2f}x fewer)"])
-    return md_table(["arm", "runs that reached the target", "tokens to it, per run (the full run's tokens / their mean)"],
+    return md_table([f"arm ([legend]({LEGEND}))", "runs that reached the target",
+                     "tokens to it, per run (the full run's tokens / their mean)"],
                     rows) + f"\n\nThe target: the {r['baseline']} runs' final logged validation loss, " \
                             f"{r['efficiency_target']:.4f} (on the runs' own 16 evaluation batches)."
 
@@ -219,7 +220,7 @@ def b_downstream(recs, name) -> str:
             unit = " pts" if acc else "%"
             cells += [f"{100 * c[0]:+.1f}{unit} [{100 * c[1]:+.1f}, {100 * c[2]:+.1f}]" for c in e["change"].values()]
             rows.append(cells)
-    return md_table(["task", "metric", "items", "chance"] + arms + [f"{a} vs tied [95% over items]"
+    return md_table([f"task ([legend]({LEGEND}))", "metric", "items", "chance"] + arms + [f"{a} vs tied [95% over items]"
                                                                      for a in next(iter(next(iter(D.values())).values()))["change"]],
                     rows)
 
@@ -227,7 +228,7 @@ def b_downstream(recs, name) -> str:
 def b_protocol(recs, *names) -> str:
     """The equal-footing protocols side by side: one seed per arm, each vs its own protocol's tied run."""
     arms = R.arms(recs[names[0]])
-    head = ["arm"] + [f"{n.split('_', 1)[1]}: val ppl (vs tied [95% over windows])" for n in names]
+    head = [f"arm ([legend]({LEGEND}))"] + [f"{n.split('_', 1)[1]}: val ppl (vs tied [95% over windows])" for n in names]
     rows = []
     for a in arms:
         row = [a]
@@ -315,7 +316,7 @@ def b_rates(recs, *groups) -> str:
             s = "-" if v is None else f"{np.mean([math.exp(x) for x, _ in v.values()]):.2f} ({len(v)})"
             cells.append(f"**{s}**" if v is not None and lr == best[arm] else s)
         rows.append(cells)
-    return md_table(["arm"] + [f"lr {lr_text(lr)}" for lr in lrs], rows)
+    return md_table([f"arm ([legend]({LEGEND}))"] + [f"lr {lr_text(lr)}" for lr in lrs], rows)
 
 
 def b_at_best(recs, *groups) -> str:
@@ -345,7 +346,8 @@ def b_trend(recs, *groups) -> str:
             g = R.gap(r, a, r, b)
             cells.append("-" if g is None else f"{pc(g['mean'])} ({per_seed(g)}; {behind(g)})")
         rows.append(cells)
-    return md_table(["group", "setting", "lev vs tied", "lev vs untied", "untied vs tied"], rows)
+    return md_table(["group", "setting", f"lev vs tied: [mean]({LEGEND}) (per seed; behind in)", "lev vs untied",
+                     "untied vs tied"], rows)
 
 
 def axis_x(axis, r) -> float:
@@ -470,7 +472,7 @@ def b_sweep(recs, name, *arms) -> str:
         cells += ["-" if a == "lev" else pc((R.gap(r, a, r, "lev", key=f"seen:{b}") or {}).get("mean"))
                   for b in ("0", "1-3", ">=1024")]
         rows.append(cells)
-    return md_table(["setting", "flags", "LEV's parameters", "seeds", "vs today's lev: mean (per seed, %)",
+    return md_table(["setting", "flags", "LEV's parameters", "seeds", f"vs today's lev: [mean]({LEGEND}) (per seed, %)",
                      "vs tied: mean (behind in)", "vs lev, seen 0 times", "seen 1-3", "seen >= 1024"], rows)
 
 
@@ -494,7 +496,7 @@ def b_ablation(recs, name) -> str:
         rows.append([label, f"{before} -> {after}", g["n"], f"{-g['dloss']:+.4f}",
                      f"{100 * (math.exp(-g['dloss']) - 1):+.2f}% (per seed: {' / '.join(f'{100 * x:+.2f}' for x in gains)})",
                      f"+{100 * paper:.2f}%"])
-    return md_table(["increment (the paper's name)", "step", "seed pairs", "gain here, nats",
+    return md_table(["increment (the paper's name)", "step", f"[seed pairs]({LEGEND})", "gain here, nats",
                      "gain here, ppl_before / ppl_after - 1", "the paper's gain"], rows)
 
 
@@ -557,7 +559,7 @@ def b_mults(recs, name, *bases) -> str:
             cells.append(f"**{s}**" if a is not None and a == best else s)
         cells += [f"x{R.input_mult(best)[1]:g}"] + [f"{R.mean_sd(r, best, f'zero_shot:{d}')[0]:.1f}" for d in zero]
         rows.append(cells)
-    return md_table(["arm"] + [f"input map x{m:g}" for m in mults] + ["best"] +
+    return md_table([f"arm ([legend]({LEGEND}))"] + [f"input map x{m:g}" for m in mults] + ["best"] +
                     [f"zero-shot ({d}) at the best" for d in zero], rows)
 
 
