@@ -23,7 +23,11 @@ Per dataset (--dataset; default: the baseline's training data; any other one is 
   training input differs from its count as a target by at most one per training window). Change = ppl /
   ppl_baseline - 1 with a 95% paired bootstrap interval resampling whole windows (--bootstrap, --seed; given the trained models, it leaves out the
   seed-to-seed variance); a group pools its runs' buckets, and its "sd" is the sd of its per-seed changes, each run
-  against the baseline run of its seed (seed s: the same initialisation and batches).
+  against the baseline run of its seed (seed s: the same batches and initial body).
+Near unseen inputs (every dataset, in the JSON): the loss at a position whose input token the run never consumed as
+  a training input (its own batches, data/loader.consumed_counts role="input"), at the 1-8 positions after it, and at
+  the rest; --unseen-ids=rare-mean|noise replaces those ids' input vectors before scoring (a diagnosis, not the paper's
+  method).
 Token efficiency (log.jsonl): training tokens at which a run's val loss first reaches the baseline's final
   val loss, linear between eval points; ratio = baseline tokens / run tokens (the paper: 2.1x at 1.2B).
 LAMBADA (--lambada): last-word accuracy and continuation perplexity (analysis/lambada.py: the project's own code).
@@ -47,8 +51,8 @@ import torch
 from tqdm import tqdm
 
 from analysis import downstream, lambada
-from analysis.metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, STRATA, assign_buckets, assign_count_buckets,
-                              bucket_names, compare, cosine_stats, count_bucket_names, efficiency, neighbour_lists,
+from analysis.metrics import (DEFAULT_COUNT_EDGES, DEFAULT_EDGES, STRATA, after_unseen, assign_buckets,
+                              assign_count_buckets, bucket_names, compare, cosine_stats, count_bucket_names, efficiency, neighbour_lists,
                               neighbour_text, pick_tokens, read_log, strata_ids, window_sums)
 from analysis.report import report, summary
 from data.loader import consumed_counts, open_dataset
@@ -242,6 +246,19 @@ def input_counts(run):
     return consumed_counts(data, run.meta["step"], rows, run.block_size, ta["seed"], role="input")
 
 
+def input_counts_of(runs):
+    """{label: input counts} of every run; runs that drew the same batches share one count."""
+    cache, out = {}, {}
+    for r in runs:
+        ta = r.meta["train_args"]
+        key = (r.config.get("dataset") or ta["dataset"], r.meta["step"], ta["batch_size"] * ta.get("grad_accum", 1)
+               * r.config.get("world_size", 1), r.block_size, ta["seed"])
+        if key not in cache:
+            cache[key] = input_counts(r)
+        out[r.label] = cache[key]
+    return out
+
+
 def seen_counts(runs, say):
     """How many times every token id was a training target in the steps each run took, recomputed from the
     sampler (data/loader.consumed_counts): the checkpoint's train_args (batch_size, grad_accum, seed), its
@@ -350,6 +367,7 @@ def evaluate(a: EvalConfig, say=print):
         tasks = downstream.task_names(a.tasks, a.task_configs)
         downstream.harness_tasks(), downstream.data_root(a.task_data)
     seen, consumed = seen_counts(runs, say)
+    inputs = input_counts_of(runs)
     cnames = count_bucket_names(a.count_edges)
 
     say(f"scoring {len(runs)} runs on {sum(len(xs) for xs, _ in windows):,} windows of {T} tokens "
@@ -359,7 +377,7 @@ def evaluate(a: EvalConfig, say=print):
         t1 = time.time()
         model = load_model(r.dir, device)                # float32, no autocast (our choice: hardware-independent)
         if a.unseen_ids != "keep":
-            model = with_unseen_inputs(model, input_counts(r), a.unseen_ids, a.seed)
+            model = with_unseen_inputs(model, inputs[r.label], a.unseen_ids, a.seed)
         for k, (data, (xs, ys)) in enumerate(zip(datasets, windows)):
             desc = f"[{n}/{len(runs)}] {r.label} on {os.path.basename(data.path)}"
             losses[r.label, k] = token_losses(model, xs, ys, a.batch_size, device, desc)
@@ -412,6 +430,8 @@ def evaluate(a: EvalConfig, say=print):
             runs={lab: with_pos(st, cpos[lab].sum(0)) for lab, st in per_run.items()},
             groups={g: dict(with_pos(st, st["positions"]), n=st["n"], seed_pairs=st["seed_pairs"])
                     for g, st in per_group.items()})
+        # Near inputs the run never consumed (its own input counts): the loss at them and the positions after them.
+        entry["after_unseen"] = {r.label: after_unseen(losses[r.label, k], xs, inputs[r.label]) for r in runs}
         result["datasets"].append(entry)
     if a.tasks:
         say(f"downstream tasks {', '.join(tasks)} (lm-evaluation-harness, zero-shot"

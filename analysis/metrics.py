@@ -74,6 +74,26 @@ def window_sums(losses, buckets, n_buckets):
     return with_all(sums), with_all(counts)
 
 
+def after_unseen(losses, xs, input_counts, max_offset=8):
+    """The loss near inputs the run never consumed as training inputs (input_counts[x] == 0): at offset d = 0 (the
+    position of that input: the prediction made from it) to max_offset (d positions after it), and at the rest (no such
+    input at or up to max_offset positions before). losses (W, T) float, xs (W, T) input ids, input_counts (V,) ->
+    dict(offsets, loss [per offset, None where empty], positions, rest_loss, rest_positions, unseen_share)."""
+    unseen = np.asarray(input_counts)[xs] == 0                                # (W, T)
+    T = unseen.shape[1]
+    near, loss, positions = np.zeros_like(unseen), [], []
+    for d in range(max_offset + 1):
+        at = np.zeros_like(unseen)
+        at[:, d:] = unseen[:, :T - d]                                         # an unseen input d positions before
+        near |= at
+        loss.append(float(losses[at].mean()) if at.any() else None)
+        positions.append(int(at.sum()))
+    rest = ~near
+    return dict(offsets=list(range(max_offset + 1)), loss=loss, positions=positions,
+                rest_loss=float(losses[rest].mean()) if rest.any() else None, rest_positions=int(rest.sum()),
+                unseen_share=float(unseen.mean()))
+
+
 def mean_loss(sums, counts):
     """Mean loss per column: (W, C) x2 -> (C,), NaN for an empty column."""
     with np.errstate(invalid="ignore", divide="ignore"):

@@ -275,6 +275,10 @@ def from_eval(result: dict, name: str, title: str, command: str, setting: dict, 
                    params=r.get("params"), freq=[b["loss"] for b in home["runs"][label]["buckets"]])
         if home.get("seen_buckets"):
             run["seen"] = [b["loss"] for b in home["seen_buckets"]["runs"][label]["buckets"]]
+        near = {ds_name(d): {k: d["after_unseen"][label][k] for k in ("loss", "positions", "rest_loss", "unseen_share")}
+                for d in result["datasets"] if label in d.get("after_unseen", {})}
+        if near:
+            run["after_unseen"] = near                    # loss at offsets 0-8 after an input the run never consumed
         if curves and label in curves:
             run["curve"] = curves[label]
         runs[label] = run

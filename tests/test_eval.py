@@ -335,16 +335,24 @@ def test_seen_count_buckets_match_a_direct_computation(tiny_runs):
     for lab in labs:
         ckpt = checkpoint.load(str(r / lab / "ckpt.pt"))
         ta, seen = ckpt["train_args"], np.zeros(data.vocab_size, dtype=np.int64)
+        consumed_in = np.zeros(data.vocab_size, dtype=np.int64)
         for step in range(ckpt["step"]):
             for micro in range(ta["grad_accum"]):
-                _, y = data.get_batch("train", ta["batch_size"], 32, seed=ta["seed"], step=step, micro_step=micro)
+                x, y = data.get_batch("train", ta["batch_size"], 32, seed=ta["seed"], step=step, micro_step=micro)
                 for t in y.ravel():
                     seen[t] += 1
+                for t in x.ravel():
+                    consumed_in[t] += 1
         with torch.no_grad():
             logits = load_model(ckpt)(torch.from_numpy(xs))[0]                    # (W, T, V)
         loss[lab] = nn.functional.cross_entropy(logits.flatten(0, 1).float(), torch.from_numpy(ys).flatten(),
                                                 reduction="none").view(ys.shape).double().numpy()
         bucket[lab] = np.array([[sum(int(seen[t]) >= e for e in edges) for t in row] for row in ys])
+        near = d["after_unseen"][lab]                       # the loss d positions after an input never consumed
+        for off, got in zip(near["offsets"], near["loss"]):
+            at = [loss[lab][w, t] for w in range(len(xs)) for t in range(off, xs.shape[1])
+                  if consumed_in[xs[w, t - off]] == 0]
+            assert (got is None and not at) or got == pytest.approx(np.mean(at), rel=1e-6), (lab, off)
         e = S["runs"][lab]
         assert S["consumed"][lab]["targets"] == seen.sum() and S["consumed"][lab]["distinct_ids"] == (seen > 0).sum()
         assert [b["positions"] for b in e["buckets"]] == [int((bucket[lab] == k).sum()) for k in range(4)]

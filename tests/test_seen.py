@@ -77,6 +77,19 @@ def test_consumed_input_counts_equal_the_literal_loop_over_inputs(random_data, g
         consumed_counts(random_data, **args, role="x")
 
 
+def test_after_unseen_by_hand():
+    """Inputs never consumed (ids 0 and 1) at known places: the loss at them and 1-2 positions after, and the rest."""
+    from analysis.metrics import after_unseen
+    xs = np.array([[5, 0, 5, 5, 5, 5], [5, 5, 5, 5, 5, 1]])
+    losses = np.arange(12, dtype=np.float64).reshape(2, 6)               # 0..5, 6..11
+    counts = np.array([0, 0, 0, 0, 0, 9])
+    r = after_unseen(losses, xs, counts, max_offset=2)
+    assert r["offsets"] == [0, 1, 2] and r["positions"] == [2, 1, 1]     # (0,1) and (1,5); (0,2); (0,3)
+    assert r["loss"] == [(1 + 11) / 2, 2.0, 3.0]
+    assert r["rest_positions"] == 12 - 4 and r["rest_loss"] == np.mean([0, 4, 5, 6, 7, 8, 9, 10])
+    assert r["unseen_share"] == 2 / 12
+
+
 def test_consumed_counts_only_depend_on_the_global_batch(random_data):
     one = consumed_counts(random_data, 5, batch_size=8, block_size=8, seed=1)
     assert np.array_equal(one, consumed_counts(random_data, 5, batch_size=2, block_size=8, seed=1, grad_accum=2,
