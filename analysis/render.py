@@ -580,6 +580,26 @@ def b_fair(recs, name, *pairs) -> str:
     return md_table(["each at its best multiplier"] + GAP_HEAD + [f"zero-shot ({d})" for d in zero], rows)
 
 
+def b_near_unseen(recs, name, dataset="default", *only) -> str:
+    """Per arm (mean over its seeds): the share of a dataset's positions whose input the run never consumed in
+    training, the loss there and at the 1-8 positions after it, each minus the loss at the rest (nats), and the rest's
+    loss (evaluate.py's after_unseen)."""
+    r = recs[name]
+    rows = []
+    for arm in [a for a in R.arms(r) if not only or a in only]:
+        near = [x["after_unseen"][dataset] for x in r["runs"].values()
+                if x["arm"] == arm and dataset in x.get("after_unseen", {})]
+        if not near:
+            continue
+        mean = lambda f: float(np.mean([f(n) for n in near]))
+        after = lambda n: np.average(n["loss"][1:], weights=n["positions"][1:]) - n["rest_loss"]
+        rows.append([arm, len(near), f"{100 * mean(lambda n: n['unseen_share']):.1f}%",
+                     f"{mean(lambda n: n['loss'][0] - n['rest_loss']):+.3f}", f"{mean(after):+.3f}",
+                     f"{mean(lambda n: n['rest_loss']):.3f}"])
+    return md_table([f"arm ([legend]({LEGEND}))", "seeds", f"inputs never consumed ({dataset})",
+                     "loss there - rest (nats)", "1-8 positions after - rest", "the rest's loss"], rows)
+
+
 # The findings: one home for what the project has found, rendered into README, results.md, method.md and printed by
 # the notebooks (analysis.render.findings). Every direction word is computed from the comparison it names.
 
@@ -668,7 +688,7 @@ def b_findings(recs, form="full") -> str:
 BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, efficiency=b_efficiency,
               downstream=b_downstream, protocol=b_protocol, compare=b_compare, rates=b_rates, at_best=b_at_best,
               trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline, sweep=b_sweep, ablation=b_ablation,
-              mults=b_mults, fair=b_fair, findings=b_findings)
+              mults=b_mults, fair=b_fair, findings=b_findings, near_unseen=b_near_unseen)
 
 
 # ------------------------------------------------------------------------------------------------------------

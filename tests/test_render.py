@@ -144,3 +144,13 @@ def test_every_comparison_table_links_the_legend_from_where_it_lands(recs):
     assert "(../results.md#how-to-read-a-comparison)" in out[render.TRENDS]
     assert "## How to read a comparison" in out[render.RESULTS]
     assert all("<legend>" not in text for text in out.values())
+
+
+def test_near_unseen_table_by_hand():
+    near = lambda share, l0, after, rest: dict(loss=[l0] + [after] * 8, positions=[10] * 9, rest_loss=rest,
+                                               unseen_share=share)
+    rec = dict(runs={"tied_s1": dict(arm="tied", seed=1, after_unseen={"default": near(0.1, 9.0, 7.0, 5.0)}),
+                     "tied_s2": dict(arm="tied", seed=2, after_unseen={"default": near(0.2, 8.0, 6.0, 6.0)}),
+                     "lev_s1": dict(arm="lev", seed=1)})
+    rows = render.b_near_unseen(dict(g=rec), "g").splitlines()[2:]
+    assert rows == ["| tied | 2 | 15.0% | +3.000 | +1.000 | 5.500 |"]              # lev has no such record: no row
