@@ -246,6 +246,22 @@ def input_counts(run):
     return consumed_counts(data, run.meta["step"], rows, run.block_size, ta["seed"], role="input")
 
 
+NORM_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
+
+
+def input_norms(table, input_counts):
+    """The norms of a model's input vectors, ids it never consumed as training inputs against those it did:
+    {"never_consumed" / "consumed": {"ids", "quantiles" (NORM_QUANTILES), "mean"}} (an empty side: ids 0, None)."""
+    norms = table.float().norm(dim=1).double().cpu()                          # (V,)
+    unseen = torch.as_tensor(np.asarray(input_counts) == 0)
+    out = {}
+    for name, mask in (("never_consumed", unseen), ("consumed", ~unseen)):
+        x = norms[mask]
+        out[name] = dict(ids=int(mask.sum()), mean=float(x.mean()) if len(x) else None,
+                         quantiles=torch.quantile(x, torch.tensor(NORM_QUANTILES, dtype=x.dtype)).tolist() if len(x) else None)
+    return out
+
+
 def input_counts_of(runs):
     """{label: input counts} of every run; runs that drew the same batches share one count."""
     cache, out = {}, {}
@@ -372,10 +388,11 @@ def evaluate(a: EvalConfig, say=print):
 
     say(f"scoring {len(runs)} runs on {sum(len(xs) for xs, _ in windows):,} windows of {T} tokens "
         f"({', '.join(os.path.basename(d.path) for d in datasets)}) on {device}, float32")
-    losses, lamb = {}, {}                                # the only pass that runs models: one at a time, then freed
+    losses, lamb, norms = {}, {}, {}                     # the only pass that runs models: one at a time, then freed
     for n, r in enumerate(runs, 1):
         t1 = time.time()
         model = load_model(r.dir, device)                # float32, no autocast (our choice: hardware-independent)
+        norms[r.label] = input_norms(model.input_table(), inputs[r.label])   # as trained, before any --unseen-ids
         if a.unseen_ids != "keep":
             model = with_unseen_inputs(model, inputs[r.label], a.unseen_ids, a.seed)
         for k, (data, (xs, ys)) in enumerate(zip(datasets, windows)):
@@ -397,7 +414,8 @@ def evaluate(a: EvalConfig, say=print):
     result.update(runs=[dict(dir=r.dir, label=r.label, group=r.group, emb=r.emb, seed=r.meta["train_args"]["seed"],
                              step=r.meta["step"], tokens_seen=r.meta["tokens_seen"], params=r.config.get("params"),
                              final_val_loss=r.evals[-1]["val_loss"] if r.evals else None,
-                             efficiency=eff[r.label], lambada=lamb.get(r.label)) for r in runs], groups={})
+                             efficiency=eff[r.label], lambada=lamb.get(r.label), input_norms=norms[r.label])
+                        for r in runs], groups={})
     for g, rs in groups.items():
         ratios = [eff[r.label]["ratio"] for r in rs]
         result["groups"][g] = dict(runs=[r.label for r in rs], efficiency_ratio=None if None in ratios else spread(ratios))

@@ -273,6 +273,8 @@ def from_eval(result: dict, name: str, title: str, command: str, setting: dict, 
                    zero_shot={ds_name(d): d["runs"][label]["loss"] for d in others},
                    final_val_loss=r["final_val_loss"], tokens_to_baseline=(r.get("efficiency") or {}).get("tokens"),
                    params=r.get("params"), freq=[b["loss"] for b in home["runs"][label]["buckets"]])
+        if r.get("input_norms"):
+            run["input_norms"] = r["input_norms"]          # never-consumed vs consumed ids' input vectors
         if home.get("seen_buckets"):
             run["seen"] = [b["loss"] for b in home["seen_buckets"]["runs"][label]["buckets"]]
         near = {ds_name(d): {k: d["after_unseen"][label][k] for k in ("loss", "positions", "rest_loss", "unseen_share")}

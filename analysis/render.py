@@ -852,7 +852,33 @@ def figures(recs, out=DOCS) -> list:
     paths.append(save(fig, os.path.join(out, "trends_lr.png")))
     if "cpu_sweep" in recs:
         paths += sweep_figures(recs, "cpu_sweep", out)
+    if "big_fair" in recs:
+        paths.append(norms_figure(recs, "big_fair", os.path.join(out, "fair_norms.png")))
     return paths
+
+
+def norms_figure(recs, name, path, seed=1):
+    """The norms of each arm's input vectors (seed 1), ids the run never consumed as inputs against those it did:
+    the box spans the 25-75% quantiles, the whiskers 5-95%, the line the median."""
+    import matplotlib.pyplot as plt
+    r = recs[name]
+    runs = [x for x in r["runs"].values() if x["seed"] == seed and x.get("input_norms")]
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for i, run in enumerate(runs):
+        for j, (side, color) in enumerate((("never_consumed", "C3"), ("consumed", "C0"))):
+            q = run["input_norms"][side]["quantiles"]
+            if q is None:
+                continue
+            x = i + (j - 0.5) * 0.3
+            ax.plot([x, x], [q[0], q[4]], color=color, lw=1)
+            ax.add_patch(plt.Rectangle((x - 0.1, q[1]), 0.2, q[3] - q[1], color=color, alpha=0.5,
+                                       label=side.replace("_", " ") if i == 0 else None))
+            ax.plot([x - 0.1, x + 0.1], [q[2], q[2]], color="k", lw=1)
+    ax.set_xticks(range(len(runs)), [x["arm"] for x in runs], fontsize=7, rotation=30)
+    ax.set(yscale="log", ylabel="input vector norm", title=f"{name}: input vectors of ids never consumed vs consumed "
+           f"(seed {seed})")
+    ax.legend(frameon=False, fontsize=7)
+    return save(fig, path)
 
 
 # ------------------------------------------------------------------------------------------------------------

@@ -348,6 +348,13 @@ def test_seen_count_buckets_match_a_direct_computation(tiny_runs):
         loss[lab] = nn.functional.cross_entropy(logits.flatten(0, 1).float(), torch.from_numpy(ys).flatten(),
                                                 reduction="none").view(ys.shape).double().numpy()
         bucket[lab] = np.array([[sum(int(seen[t]) >= e for e in edges) for t in row] for row in ys])
+        norms = load_model(ckpt).input_table().norm(dim=1).double()
+        got = next(x for x in json.loads((r / "seen.json").read_text())["runs"] if x["label"] == lab)["input_norms"]
+        for side, mask in (("never_consumed", consumed_in == 0), ("consumed", consumed_in > 0)):
+            assert got[side]["ids"] == int(mask.sum())
+            if mask.any():
+                want = np.quantile(norms.numpy()[mask], evaluate.NORM_QUANTILES)
+                assert got[side]["quantiles"] == pytest.approx(want, rel=1e-6)
         near = d["after_unseen"][lab]                       # the loss d positions after an input never consumed
         for off, got in zip(near["offsets"], near["loss"]):
             at = [loss[lab][w, t] for w in range(len(xs)) for t in range(off, xs.shape[1])

@@ -154,3 +154,10 @@ def test_near_unseen_table_by_hand():
                      "lev_s1": dict(arm="lev", seed=1)})
     rows = render.b_near_unseen(dict(g=rec), "g").splitlines()[2:]
     assert rows == ["| tied | 2 | 15.0% | +3.000 | +1.000 | 5.500 |"]              # lev has no such record: no row
+
+
+def test_the_norms_figure_draws_each_runs_quantiles(tmp_path):
+    q = dict(ids=3, mean=1.0, quantiles=[0.5, 0.8, 1.0, 1.2, 2.0])
+    rec = dict(runs={f"{a}_s1": dict(arm=a, seed=1, input_norms=dict(never_consumed=q, consumed=q)) for a in ("tied", "lev")})
+    path = render.norms_figure(dict(g=rec), "g", str(tmp_path / "n.png"))
+    assert os.path.getsize(path) > 1000
