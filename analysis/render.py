@@ -614,7 +614,7 @@ def verdict(g) -> str:
 
 
 def said(g) -> str:
-    return f"{pc(g['mean'])}" + (f" {interval(g['ci'])}" if g["ci"] else f", {g['n']} seed pairs")
+    return f"{pc(g['mean'])}" + (f" {interval(g['ci'])}" if g["ci"] else f", {g['n']} seed pair{'s' * (g['n'] != 1)}")
 
 
 def listed(items) -> str:
