@@ -106,6 +106,8 @@ class SweepConfig:
     group: str = ""               # the group's name, its folder and record ("" = <body>_sweep)
     title: str = ""               # the record's title: what the group is ("" = said from the body and the rates)
     lr: float = 0.0               # train: every setting's learning rate, the body's (0 = the body's preset rate)
+    steps: int = 0                # optimizer steps per run (0 = the body's: 1,024,000 training tokens)
+    train_flags: str = ""         # extra train.py flags for every run, quoted (e.g. "--eval-interval=200")
     note: str = ""                # evaluate: what else a reader of the record must know (its note field)
     zero_shot: list[str] = field(default_factory=lambda: ["default"])  # evaluate: the zero-shot datasets (as for
                                   # experiments/reproduce.py; lambada: LAMBADA's passages, prose of another kind)
@@ -196,7 +198,8 @@ def main(argv=None):
     if not sc.input and not sc.dry_run:
         sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
     rc = reproduce.ReproduceConfig(corpus="text", input=sc.input, body=sc.body, out=sc.out, data_root=sc.data_root,
-                                   dry_run=sc.dry_run, zero_shot=sc.zero_shot)
+                                   dry_run=sc.dry_run, zero_shot=sc.zero_shot, steps=sc.steps,
+                                   train_flags=sc.train_flags)
     dataset, zero_shot = reproduce.prepare(rc, sys.executable)
     common, steps = reproduce.common_flags(rc, dataset)
     runs_dir = os.path.join(group_dir(sc), "runs")
@@ -263,6 +266,7 @@ def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> s
     lrs = [f"{n}={lr:g}" for n, lr in trained.items() if not n.startswith("lev_") or lr != trained.get("lev")]
     files = " ".join(os.path.basename(f) for f in sc.input)
     group = f" --group {sc.group}" if sc.group else ""
+    group += (f" --steps {sc.steps}" if sc.steps else "") + (f" --train-flags='{sc.train_flags}'" if sc.train_flags else "")
     one = next(iter(trained.values()))
     rate = (f" --lrs {' '.join(lrs)}" if mixed else
             f" --lr {one:g}" if one != PRESETS[sc.body]["lr"] else "")            # one rate, not the body's preset

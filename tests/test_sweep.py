@@ -163,3 +163,14 @@ def test_multiplier_table_and_fair_comparison_by_hand():
     fair = render.b_fair(dict(g=rec), "g", "lev-tied").splitlines()[2].split(" | ")
     assert fair[0] == "| lev vs tied_x3" and fair[2] == f"**{render.pc(math.expm1(0.0))}**"
     assert fair[1] == f"{100 * math.expm1(0.05):+.1f} / {100 * math.expm1(-0.05):+.1f}" and fair[3] == "1 of 2"
+
+
+def test_a_longer_group_passes_its_steps_and_train_flags_on(tmp_path, capsys):
+    sweep.main(["train", "--body", "big", "--group", "big_len4m", "--steps", "2000", "--train-flags=--eval-interval=200",
+                "--settings", "tied", "--out", str(tmp_path), "--input", "corpus.txt", "--data-root",
+                str(tmp_path / "data"), "--dry-run"])
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if " train.py " in ln]
+    assert "--max-iters=2000" in line and "--eval-interval=200" in line and "big_len4m/runs/tied_s1" in line
+    sc = sweep.SweepConfig(body="big", group="big_len4m", steps=2000, train_flags="--eval-interval=200", input=["a.txt"])
+    cmd = sweep.record_command(sc, dict(tied=1e-3), False, ["r/tied_s1"])
+    assert "--group big_len4m --steps 2000 --train-flags='--eval-interval=200' --input a.txt" in cmd
