@@ -344,9 +344,9 @@ class GPT(nn.Module):
                 nn.init.normal_(module.weight, mean=0.0, std=INIT_STD)
             if isinstance(module, nn.Linear) and module.bias is not None:
                 nn.init.zeros_(module.bias)
-            if isinstance(module, Block):
-                for proj in (module.attn.proj, module.mlp.down):
-                    nn.init.normal_(proj.weight, mean=0.0, std=INIT_STD / math.sqrt(2 * self.cfg.n_layer))
+        for block in (m for m in root.modules() if isinstance(m, Block)):   # after the loop, which would overwrite it
+            for proj in (block.attn.proj, block.mlp.down):
+                nn.init.normal_(proj.weight, mean=0.0, std=INIT_STD / math.sqrt(2 * self.cfg.n_layer))
 
     # -- embeddings --------------------------------------------------------------------------------
     @torch.no_grad()

@@ -483,3 +483,18 @@ def test_the_auto_rule_is_h_equal_d_at_the_cpu_sizes():
     for name in ("cpu", "ref", "big", "xl"):
         cfg = GPTConfig.from_preset(presets.PRESETS[name])
         assert matched_widths(cfg) == dict(matched_widths(replace(cfg, flat_mlp_hidden="D")), flat_rule="D")
+
+
+def test_the_body_starts_at_nanogpts_scales():
+    """Every Linear and table at std INIT_STD, the residual projections (attention's proj, the MLP's down) at
+    INIT_STD / sqrt(2 n_layer) (GPT-2's scaling), on a body large enough to measure a std to 2%."""
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=1000, n_layer=8, n_head=4, n_embd=256, block_size=16, emb="untied"))
+    scaled = 0.02 / math.sqrt(2 * 8)
+    for block in model.blocks:
+        for name, lin in (("qkv", block.attn.qkv), ("gate", block.mlp.gate), ("up", block.mlp.up)):
+            assert lin.weight.std().item() == pytest.approx(0.02, rel=0.02), name
+        for name, lin in (("proj", block.attn.proj), ("down", block.mlp.down)):
+            assert lin.weight.std().item() == pytest.approx(scaled, rel=0.02), name
+    assert model.lm_head.weight.std().item() == pytest.approx(0.02, rel=0.02)
+    assert model.wte.weight.std().item() == pytest.approx(0.02, rel=0.02)
