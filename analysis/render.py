@@ -80,7 +80,7 @@ def gap_cells(g, win=None) -> list:
             "-" if win is None else interval(win["ci"])]
 
 
-LEGEND = "<legend>"    # the link to results.md's "How to read a comparison", made relative to the doc it lands in
+LEGEND = "docs/results.md#how-to-read-a-comparison"   # the legend, from the project folder; fill() makes it relative
 GAP_HEAD = ["per seed (%)", f"[mean]({LEGEND})", "behind in", "95% over seeds", "95% over windows"]
 
 
@@ -655,7 +655,7 @@ def findings(recs, form="full") -> str:
         g = R.gap(f, a, f, b)
         fair = (f"With every arm's body at one rate ({lr_text(f['setting']['lr'])}) and each input map at its best rate "
                 f"multiplier (group `big_fair`{', seed 1 alone so far' if len(R.losses(f, a)) < 2 else ''}), "
-                f"lev_best ({a}) is {verdict(g)} tied ({b}) ({said(g)}).")
+                f"lev_best (input map x{R.input_mult(a)[1]:g}) is {verdict(g)} tied (x{R.input_mult(b)[1]:g}) ({said(g)}).")
     else:
         fair = "A control with every arm's body at one rate has not landed."
     z = {a: R.gap(sw, a, sw, "tied", "zero_shot:default") for a in ("lev_best", "lev", "untied")}
@@ -664,9 +664,16 @@ def findings(recs, form="full") -> str:
            f"({z['lev']['n']} seed pairs) and untied {said(z['untied'])}")
     regime = "The paper's regime (200M-1.2B parameters, billions of tokens) has not been run."
     if form == "one":
+        fair_one = ""
+        if "big_fair" in recs:
+            f = recs["big_fair"]
+            g = R.gap(f, R.best_mult(f, "lev_best"), f, R.best_mult(f, "tied"))
+            fair_one = (f"; with the body at one rate and each input map at its best rate it is {verdict(g)} tied "
+                        f"({pc(g['mean'])}, {g['n']} seed pair{'s' * (g['n'] != 1)})")
         text = (f"LEV with its default settings is {' or '.join(words)} an embedding table at the scales a CPU trains; "
-                f"the sweep's best LEV is {verdict(vs['tied'])} tied at one body in domain ({pc(vs['tied']['mean'])}) "
-                f"and {verdict(z['lev_best'])} it out of domain ({pc(z['lev_best']['mean'])}).")
+                f"the sweep's best LEV is {verdict(vs['tied'])} tied at one body in domain ({pc(vs['tied']['mean'])}, "
+                f"each arm at its own rate){fair_one}, and {verdict(z['lev_best'])} it out of domain "
+                f"({pc(z['lev_best']['mean'])}).")
     elif form == "short":
         text = " ".join([f"With its default settings LEV is {' or '.join(words)} a table in the comparisons above.",
                          f"At 8 x 512 the sweep's best LEV is {verdict(vs['tied'])} tied ({said(vs['tied'])}) and "
@@ -911,7 +918,7 @@ def trends_doc(recs) -> str:
         "# Where LEV starts to pay: the trends", "",
         "Rendered by `python -m analysis.render` from the run records (docs/results/records/); docs/results.md "
         "section 7 has the commands and the reading. A cell: the first arm's change of validation perplexity against the "
-        "second: the [mean change](<legend>) over seed pairs, exp(mean loss difference) - 1 (each pair's change in %; "
+        f"second: the [mean change]({LEGEND}) over seed pairs, exp(mean loss difference) - 1 (each pair's change in %; "
         "in how many pairs the first arm is behind). Each axis "
         "lists the groups it reads; a group re-run after a fix stands in for the one it supersedes.", "",
         "## 1. Learning rate, per arm", "",
