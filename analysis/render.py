@@ -649,13 +649,13 @@ def findings(recs, form="full") -> str:
     rests = (f"one body, {sw['setting']['tokens'] / 1e6:.2f}M training tokens ({sw['setting']['epochs']:.2f} epochs), "
              "each arm at its own learning rate, which sets the body's rate too (" +
              ", ".join(f"{a} {lr_text(v)}" for a, v in sw["setting"]["lrs"].items() if a != "lev") + ")")
-    if "big_fair" in recs:
-        f = recs["big_fair"]
+    f = recs.get("big_fair")                     # every arm's body at one rate, each input map at its best multiplier
+    if f:
         a, b = R.best_mult(f, "lev_best"), R.best_mult(f, "tied")
-        g = R.gap(f, a, f, b)
+        g_fair = R.gap(f, a, f, b)
         fair = (f"With every arm's body at one rate ({lr_text(f['setting']['lr'])}) and each input map at its best rate "
                 f"multiplier (group `big_fair`{', seed 1 alone so far' if len(R.losses(f, a)) < 2 else ''}), "
-                f"lev_best (input map x{R.input_mult(a)[1]:g}) is {verdict(g)} tied (x{R.input_mult(b)[1]:g}) ({said(g)}).")
+                f"lev_best (input map x{R.input_mult(a)[1]:g}) is {verdict(g_fair)} tied (x{R.input_mult(b)[1]:g}) ({said(g_fair)}).")
     else:
         fair = "A control with every arm's body at one rate has not landed."
     z = {a: R.gap(sw, a, sw, "tied", "zero_shot:default") for a in ("lev_best", "lev", "untied")}
@@ -664,12 +664,8 @@ def findings(recs, form="full") -> str:
            f"({z['lev']['n']} seed pairs) and untied {said(z['untied'])}")
     regime = "The paper's regime (200M-1.2B parameters, billions of tokens) has not been run."
     if form == "one":
-        fair_one = ""
-        if "big_fair" in recs:
-            f = recs["big_fair"]
-            g = R.gap(f, R.best_mult(f, "lev_best"), f, R.best_mult(f, "tied"))
-            fair_one = (f"; with the body at one rate and each input map at its best rate it is {verdict(g)} tied "
-                        f"({pc(g['mean'])}, {g['n']} seed pair{'s' * (g['n'] != 1)})")
+        fair_one = "" if not f else (f"; with the body at one rate and each input map at its best rate it is "
+                                     f"{verdict(g_fair)} tied ({said(g_fair)})")
         text = (f"LEV with its default settings is {' or '.join(words)} an embedding table at the scales a CPU trains; "
                 f"the sweep's best LEV is {verdict(vs['tied'])} tied at one body in domain ({pc(vs['tied']['mean'])}, "
                 f"each arm at its own rate){fair_one}, and {verdict(z['lev_best'])} it out of domain "

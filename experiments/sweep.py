@@ -92,7 +92,6 @@ SETTINGS = {          # name -> train.py flags (on top of the cpu body's); tied 
     "lev_k2_heads32": ["--emb=lev", "--lev-k=2", "--lev-heads=32"],
     "lev_best_shuffled": [*reproduce.CONTROLS["lev_best"], "--lev-id-shuffle=1"],
 }
-MULT = "_x"           # a setting's name + "_x<m>": the same setting with its input map at m x the body's rate
 THRESHOLD = 0.02      # --auto: a setting whose seed-1 perplexity differs from lev's by more than this gets seed 2
 
 
@@ -128,13 +127,8 @@ def group_dir(sc: SweepConfig) -> str:
 def split_mult(name: str) -> tuple:
     """"tied_x1.67" -> ("tied", 1.67); "tied" -> ("tied", None); a name that is neither a setting nor a setting with
     "_x<m>" (m a positive number) -> (name, None), which `known` refuses."""
-    base, sep, m = name.rpartition(MULT)
-    try:
-        if sep and base in SETTINGS and float(m) > 0:
-            return base, float(m)
-    except ValueError:
-        pass
-    return name, None
+    base, m = records.input_mult(name)
+    return (base, m) if base != name and base in SETTINGS else (name, None)
 
 
 def known(name: str) -> bool:
