@@ -12,7 +12,9 @@ lambada.py LAMBADA). It evaluates, writes the result as JSON (--json, default <f
 the tables, writes --summary (the README's markdown table), then draws the figures (--plots DIR): a figure
 that fails is a warning, the JSON stays. Only the runs' metadata is read up front; each model is built when
 it is scored and freed before the next, so 18 runs need one model's memory. Scoring is float32 (our choice:
-no autocast, so the numbers do not depend on the hardware's bf16).
+no autocast, so the numbers do not depend on the hardware's bf16). --cache keeps each run's scores in
+<run>/eval_cache/ and reuses them while its checkpoint, the windows, the options that change a score and the scoring
+code are unchanged (experiments/reproduce.py and sweep.py pass it: a group that gains runs scores only the new ones).
 
 Per dataset (--dataset; default: the baseline's training data; any other one is zero-shot transfer): loss
   and perplexity over fixed windows of the split (every target once, or --max-windows evenly spread), and per
@@ -38,6 +40,8 @@ Groups: runs whose folder names differ only by a seed suffix (_s1, -seed2) form 
   by input map; none: every run alone), reported as mean +- std over its runs; the baseline (--baseline DIR,
   default the first emb=tied run) is its group.
 """
+import hashlib
+import inspect
 import json
 import math
 import os
@@ -98,6 +102,8 @@ class EvalConfig:
     json: str = ""                # where the result goes ("" = <first run>/eval.json)
     summary: str = ""             # also write the markdown results table (report.summary) to this file
     batch_size: int = 8           # windows per forward pass
+    cache: bool = False           # keep each run's scores in <run>/eval_cache/ and reuse them while the checkpoint, the
+                                  # windows, the options that change a score and the scoring code are unchanged
     device: str = "auto"
 
     def __post_init__(self):
@@ -281,6 +287,51 @@ def seen_counts(runs, say, role="target"):
 
 
 # ----------------------------------------------------------------------------------------------------
+# The score cache (--cache): one file per run and key, <run>/eval_cache/<key>.npz.
+
+CACHE_DIR = "eval_cache"
+
+
+def cache_key(run, a, windows, items, input_counts, device):
+    """A digest of everything a run's scores depend on: the checkpoint file (size, modification time, step), the
+    windows' tokens, the LAMBADA items, the options that change a score (--unseen-ids with its seed and the run's
+    input counts, --batch-size), the device type, torch's version and the source of the code that scores (model,
+    LEV, fast paths, LAMBADA, this file's scoring functions). Any change gives another key: the scores are recomputed."""
+    h, st = hashlib.sha256(), os.stat(os.path.join(run.dir, "ckpt.pt"))
+    code = [inspect.getsource(f) for f in (token_losses, with_unseen_inputs, input_norms, load_model)]
+    for mod in ("model.py", "lev.py", "analysis/lambada.py", *sorted(f"fast/{f}" for f in os.listdir(
+            os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast")) if f.endswith(".py"))):
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), mod), "rb") as f:
+            code.append(f.read().decode())
+    h.update(json.dumps([st.st_size, st.st_mtime_ns, run.meta["step"], a.unseen_ids, a.seed if a.unseen_ids == "noise"
+                         else 0, a.batch_size, torch.device(device).type, torch.__version__, code,
+                         items or []]).encode())
+    for xs, ys in windows:
+        h.update(np.ascontiguousarray(xs).tobytes() + b"|" + np.ascontiguousarray(ys).tobytes())
+    if a.unseen_ids != "keep":
+        h.update(np.asarray(input_counts).tobytes())
+    return h.hexdigest()[:24]
+
+
+def read_cache(run_dir, key, n_datasets):
+    """(input norms, LAMBADA scores or None, [per-dataset (W, T) losses]) stored under key, or None."""
+    path = os.path.join(run_dir, CACHE_DIR, f"{key}.npz")
+    if not os.path.exists(path):
+        return None
+    with np.load(path) as z:
+        meta = json.loads(str(z["meta"]))
+        return meta["norms"], meta["lambada"], [z[f"losses{k}"] for k in range(n_datasets)]
+
+
+def write_cache(run_dir, key, norms, lamb, scores):
+    os.makedirs(os.path.join(run_dir, CACHE_DIR), exist_ok=True)
+    path = os.path.join(run_dir, CACHE_DIR, f"{key}.npz")
+    np.savez(path + ".tmp.npz", meta=json.dumps(dict(norms=norms, lambada=lamb)),
+             **{f"losses{k}": v for k, v in enumerate(scores)})
+    os.replace(path + ".tmp.npz", path)                 # whole or absent, if the evaluation is killed
+
+
+# ----------------------------------------------------------------------------------------------------
 # JSON.
 
 def num(x):
@@ -373,6 +424,15 @@ def evaluate(a: EvalConfig, say=print):
     losses, lamb, norms = {}, {}, {}                     # the only pass that runs models: one at a time, then freed
     for n, r in enumerate(runs, 1):
         t1 = time.time()
+        key = cache_key(r, a, windows, items, inputs[r.label], device) if a.cache else None
+        hit = read_cache(r.dir, key, len(windows)) if key else None
+        if hit:
+            norms[r.label], lamb_r, scores = hit
+            losses.update({(r.label, k): v for k, v in enumerate(scores)})
+            if lamb_r is not None:
+                lamb[r.label] = lamb_r
+            say(f"[{n}/{len(runs)}] {r.dir}: scores reused from {os.path.join(r.dir, CACHE_DIR)} (--cache)")
+            continue
         model = load_model(r.dir, device)                # float32, no autocast (our choice: hardware-independent)
         norms[r.label] = input_norms(model.input_table(), inputs[r.label])   # as trained, before any --unseen-ids
         if a.unseen_ids != "keep":
@@ -385,6 +445,8 @@ def evaluate(a: EvalConfig, say=print):
             desc = f"[{n}/{len(runs)}] {r.label} on LAMBADA"
             lamb[r.label] = lambada.score(model, tok, items, r.block_size, a.batch_size, device, desc)
         del model
+        if key:
+            write_cache(r.dir, key, norms[r.label], lamb.get(r.label), [losses[r.label, k] for k in range(len(windows))])
         say(f"[{n}/{len(runs)}] evaluated {r.dir} ({r.emb}, step {r.meta['step']}) in {time.time() - t1:.1f} s")
 
     result = dict(baseline=base, baseline_run=base_run.dir, group_rule=a.group, edges=a.edges, bucket_names=names,

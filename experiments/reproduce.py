@@ -224,7 +224,7 @@ def main(argv=None):
     timing = train_all(todo, rc.jobs, rc.dry_run, timing_path)
     cmd = [py, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root", rc.data_root, "--max-windows",
            str(rc.max_windows), "--json", os.path.join(results, "eval.json"), "--plots", os.path.join(results, "plots"),
-           "--summary", os.path.join(results, "summary.md"),
+           "--summary", os.path.join(results, "summary.md"), "--cache",
            *(["--tasks", *rc.tasks, "--task-limit", str(rc.task_limit)] if rc.tasks else [])]
     if not timing and evaluated(results, runs, before, cmd):
         print(f"{results}: every run finished and evaluated with these settings; nothing to do "

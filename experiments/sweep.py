@@ -218,7 +218,7 @@ def main(argv=None):
     results = group_dir(sc)
     cmd = [sys.executable, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root",
            sc.data_root, "--max-windows", "1024", "--json", os.path.join(results, "eval.json"),
-           "--plots", os.path.join(results, "plots"), "--summary", os.path.join(results, "summary.md")]
+           "--plots", os.path.join(results, "plots"), "--summary", os.path.join(results, "summary.md"), "--cache"]
     t0 = time.time()
     out = reproduce.sh(cmd, sc.dry_run, capture=True)
     if not sc.dry_run:

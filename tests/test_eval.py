@@ -508,3 +508,34 @@ def test_printed_dataset_paths_are_relative_inside_the_working_folder(tmp_path, 
     assert shown(str(tmp_path / "data" / "default")) == os.path.join("data", "default")
     outside = os.path.dirname(str(tmp_path))
     assert shown(outside) == outside and shown("data/x") == "data/x"
+
+
+@pytest.mark.slow
+def test_score_cache_gives_the_same_result_and_misses_when_the_checkpoint_changes(tiny_runs, tmp_path, monkeypatch):
+    """--cache: a second evaluation reads every run's scores from its eval_cache/ without building a model, and
+    its JSON equals an evaluation without the cache; a changed checkpoint or option is scored again."""
+    import shutil
+    r = tiny_runs
+    runs = [str(shutil.copytree(r / n, tmp_path / n)) for n in ("tied_s1", "lev_s1")]   # copies: the weights change
+    with gzip.open(tmp_path / "lambada.jsonl.gz", "wt") as f:
+        for c, k in (("the cat sat on a", " mat"), ("a zebra and a", " quokka")):
+            f.write(json.dumps(dict(request=dict(context=c, continuation=k))) + "\n")
+    args = lambda name, *more: ["--runs", *runs, "--dataset", str(r / "main"), str(r / "other"), "--bootstrap", "20",
+                                "--lambada-file", str(tmp_path / "lambada.jsonl.gz"), "--json", str(tmp_path / name),
+                                *more]
+    strip = lambda res: json.loads(json.dumps({k: v for k, v in res.items() if k not in ("elapsed_s", "command")}))
+    plain = strip(evaluate.main(args("plain.json")))
+    first = strip(evaluate.main(args("first.json", "--cache")))
+    assert first == plain and all(len(os.listdir(os.path.join(d, evaluate.CACHE_DIR))) == 1 for d in runs)
+    built = []
+    monkeypatch.setattr(evaluate, "build_model", lambda *a, **k: built.append(1) or load_model(*a, **k))
+    assert strip(evaluate.main(args("second.json", "--cache"))) == plain and built == []
+    noise = strip(evaluate.main(args("noise.json", "--cache", "--unseen-ids=noise")))   # another option: scored again
+    assert len(built) == 2 and noise != plain
+    ckpt = checkpoint.load(os.path.join(runs[1], "ckpt.pt"))
+    ckpt["model"]["lm_head.weight"] = ckpt["model"]["lm_head.weight"] * 1.5
+    torch.save(ckpt, os.path.join(runs[1], "ckpt.pt"))
+    changed = strip(evaluate.main(args("changed.json", "--cache")))
+    assert len(built) == 3                                                          # only the changed run
+    assert changed["datasets"][0]["runs"]["lev_s1"]["loss"] != plain["datasets"][0]["runs"]["lev_s1"]["loss"]
+    assert changed["datasets"][0]["runs"]["tied_s1"] == plain["datasets"][0]["runs"]["tied_s1"]
