@@ -24,6 +24,11 @@ of it (a setting's name + "_x<m>" adds --emb-lr-mult=<m>), in a group of its own
         --settings tied untied lev lev_best tied_x3 untied_x3 lev_x3 lev_best_x3 tied_x1.67 ...
     python -m experiments.sweep evaluate --body big --group big_fair --input ...
 
+Some of a group's runs scored another way (e.g. evaluate.py --unseen-ids), results and record <group>_<variant>:
+
+    python -m experiments.sweep evaluate --body big --group big_fair --input ... --settings tied lev \
+        --variant rare-mean --eval-flags="--unseen-ids=rare-mean"
+
 Settings (each one flag, or two, away from the default LEV; LEVConfig's fields are --lev-<field>):
   capacity      d_seed 32 / 64 / 256, rank 16 / 256, heads 2 / 32
   shape         kappa 4 / 8 / 32, temperature 1 / 4, k (digits) 2 / 4
@@ -40,6 +45,7 @@ buckets, zero-shot).
 """
 import json
 import os
+import shlex
 import sys
 import time
 from dataclasses import dataclass, field
@@ -108,6 +114,9 @@ class SweepConfig:
     steps: int = 0                # optimizer steps per run (0 = the body's: 1,024,000 training tokens)
     train_flags: str = ""         # extra train.py flags for every run, quoted (e.g. "--eval-interval=200")
     note: str = ""                # evaluate: what else a reader of the record must know (its note field)
+    variant: str = ""             # evaluate: another evaluation of the group's runs (--settings: only those), with
+                                  # --eval-flags; its results and record are <group>_<variant> (e.g. rare-mean)
+    eval_flags: str = ""          # evaluate: extra evaluate.py flags, quoted (e.g. "--unseen-ids=rare-mean")
     zero_shot: list[str] = field(default_factory=lambda: ["default"])  # evaluate: the zero-shot datasets (as for
                                   # experiments/reproduce.py; lambada: LAMBADA's passages, prose of another kind)
     lrs: list[str] = field(default_factory=list)  # train: SETTING=LR, a setting's learning rate (a lev_* setting
@@ -213,12 +222,17 @@ def main(argv=None):
         reproduce.train_all(todo, dry=sc.dry_run, timing_path=os.path.join(group_dir(sc), "timing.json"))
         return
     runs = sorted((os.path.join(runs_dir, d) for d in os.listdir(runs_dir)
-                   if reproduce.finished(os.path.join(runs_dir, d), steps)),
+                   if reproduce.finished(os.path.join(runs_dir, d), steps)
+                   and (not sc.settings or records.arm_of(d)[0] in sc.settings)),
                   key=lambda d: run_order(os.path.basename(d)))
-    results = group_dir(sc)
+    if sc.eval_flags and not sc.variant:
+        sys.exit("error: --eval-flags changes how the runs are scored, so its results need a name of their own: "
+                 "add --variant NAME (its record is <group>_NAME; the group's own record stays as it is).")
+    results = group_dir(sc) + (f"_{sc.variant}" if sc.variant else "")
     cmd = [sys.executable, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root",
            sc.data_root, "--max-windows", "1024", "--json", os.path.join(results, "eval.json"),
-           "--plots", os.path.join(results, "plots"), "--summary", os.path.join(results, "summary.md"), "--cache"]
+           "--plots", os.path.join(results, "plots"), "--summary", os.path.join(results, "summary.md"), "--cache",
+           *shlex.split(sc.eval_flags)]
     t0 = time.time()
     out = reproduce.sh(cmd, sc.dry_run, capture=True)
     if not sc.dry_run:
@@ -229,7 +243,8 @@ def main(argv=None):
         runs_s = json.load(open(timing))["runs_s"] if os.path.exists(timing) else {}
         trained = {records.arm_of(os.path.basename(d))[0]: records.run_setting(d)["lr"] for d in runs}
         mixed = len(set(trained.values())) > 1
-        title = sc.title or ("LEV's own settings, one at a time, with tied and untied" if sc.body == "cpu" else
+        title = sc.title or (f"group {sc.group or group_dir(sc)}'s runs scored with {sc.eval_flags}" if sc.variant else
+                             "LEV's own settings, one at a time, with tied and untied" if sc.body == "cpu" else
                              f"the sweep's settings at the {sc.body} body" +
                              (", each arm at its own learning rate" if mixed else ""))
         print("record:", reproduce.write_record(
@@ -268,6 +283,10 @@ def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> s
              f"--settings {' '.join(names)} --seeds {' '.join(map(str, ss))}{rate}"
              for i, (ss, names) in enumerate(by_seeds.items())]
     zero = f" --zero-shot {' '.join(sc.zero_shot)}" if sc.zero_shot != ["default"] else ""
+    if sc.variant:                                      # the runs' own commands are in the group's record
+        only = f" --settings {' '.join(sc.settings)}" if sc.settings else ""
+        return (f"python -m experiments.sweep evaluate --body {sc.body}{group} --input ...{zero}{only} "
+                f"--variant {sc.variant} --eval-flags='{sc.eval_flags}'")
     return "; ".join(train + [f"python -m experiments.sweep evaluate --body {sc.body}{group} --input ...{zero}"])
 
 if __name__ == "__main__":

@@ -174,3 +174,26 @@ def test_a_longer_group_passes_its_steps_and_train_flags_on(tmp_path, capsys):
     sc = sweep.SweepConfig(body="big", group="big_len4m", steps=2000, train_flags="--eval-interval=200", input=["a.txt"])
     cmd = sweep.record_command(sc, dict(tied=1e-3), False, ["r/tied_s1"])
     assert "--group big_len4m --steps 2000 --train-flags='--eval-interval=200' --input a.txt" in cmd
+
+
+def test_a_variant_scores_the_chosen_runs_again_under_its_own_name(tmp_path, capsys):
+    """--variant with --eval-flags: only the --settings' finished runs, the flags passed to evaluate.py, the results
+    (and so the record's name) in <group>_<variant>; flags without a name of their own are refused."""
+    runs = tmp_path / "text" / "big_fair" / "runs"
+    for name in ("tied_s1", "tied_x3_s1", "lev_best_s1", "lev_s1"):
+        (runs / name).mkdir(parents=True)
+        (runs / name / "log.jsonl").write_text(json.dumps(dict(event="eval", step=500)) + "\n")
+    args = ["evaluate", "--body", "big", "--group", "big_fair", "--settings", "tied", "lev_best", "--out", str(tmp_path),
+            "--input", "corpus.txt", "--data-root", str(tmp_path / "data"), "--dry-run"]
+    sweep.main(args + ["--variant", "rare-mean", "--eval-flags=--unseen-ids=rare-mean --strata input"])
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if " evaluate.py " in ln]
+    assert f"{runs}/tied_s1 {runs}/lev_best_s1 --dataset" in line and "tied_x3_s1" not in line and "lev_s1" not in line
+    assert line.endswith("--cache --unseen-ids=rare-mean --strata input")
+    assert f"{tmp_path}/text/big_fair_rare-mean/eval.json" in line
+    with pytest.raises(SystemExit, match="add --variant NAME"):
+        sweep.main(args + ["--eval-flags=--unseen-ids=noise"])
+    sc = sweep.SweepConfig(body="big", group="big_fair", input=["a.txt"], settings=["tied"], variant="noise",
+                           eval_flags="--unseen-ids=noise")
+    assert sweep.record_command(sc, dict(tied=6e-4), False, ["r/tied_s1"]) == (
+        "python -m experiments.sweep evaluate --body big --group big_fair --input ... --settings tied --variant noise "
+        "--eval-flags='--unseen-ids=noise'")
