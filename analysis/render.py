@@ -600,6 +600,28 @@ def b_near_unseen(recs, name, dataset="default", *only) -> str:
                      "loss there - rest (nats)", "1-8 positions after - rest", "the rest's loss"], rows)
 
 
+UNSEEN_OPTIONS = ("rare-mean", "noise")    # evaluate.py --unseen-ids; their records are <group>_<option>
+
+
+def b_unseen(recs, name, *only) -> str:
+    """evaluate.py --unseen-ids per arm and dataset: the perplexity as trained (record name, option keep) and the mean
+    change (behind in: seed pairs where it is worse) with the never-consumed ids' input vectors replaced (records
+    name_rare-mean, name_noise, the same runs scored again), paired by seed."""
+    r, variants = recs[name], [(o, recs.get(f"{name}_{o}")) for o in UNSEEN_OPTIONS]
+    keys = ["loss"] + [f"zero_shot:{d}" for d in sorted({d for run in r["runs"].values() for d in run["zero_shot"]})]
+    rows = []
+    for arm in [a for a in R.arms(r) if not only or a in only]:
+        for key in keys:
+            cells = [arm, "in domain (val)" if key == "loss" else f"zero-shot ({key.split(':')[1]})",
+                     len(R.losses(r, arm, key)), f"{R.mean_sd(r, arm, key)[0]:.1f}"]
+            for _, v in variants:
+                g = R.gap(v, arm, r, arm, key) if v else None
+                cells.append("-" if g is None else f"{pc(g['mean'], 2)} ({g['behind']} of {g['n']})")
+            rows.append(cells)
+    return md_table([f"arm ([legend]({LEGEND}))", "text", "seeds", "ppl as trained (keep)"] +
+                    [f"{o}: change (worse in)" for o, _ in variants], rows)
+
+
 # The findings: one home for what the project has found, rendered into README, results.md, method.md and printed by
 # the notebooks (analysis.render.findings). Every direction word is computed from the comparison it names.
 
@@ -691,7 +713,8 @@ def b_findings(recs, form="full") -> str:
 BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, efficiency=b_efficiency,
               downstream=b_downstream, protocol=b_protocol, compare=b_compare, rates=b_rates, at_best=b_at_best,
               trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline, sweep=b_sweep, ablation=b_ablation,
-              mults=b_mults, fair=b_fair, findings=b_findings, near_unseen=b_near_unseen)
+              mults=b_mults, fair=b_fair, findings=b_findings, near_unseen=b_near_unseen,
+              unseen=b_unseen)
 
 
 # ------------------------------------------------------------------------------------------------------------

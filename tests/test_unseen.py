@@ -72,3 +72,23 @@ def test_bad_values_are_sentences():
         evaluate.with_unseen_inputs(model, np.ones(10), "noise")
     with pytest.raises(SystemExit):
         evaluate.parse_args(["--runs", "x", "--unseen-ids", "zero"])
+
+
+def test_the_options_table_pairs_each_variant_with_the_runs_as_trained_by_seed():
+    """render's `unseen` block: per arm and text, the perplexity as trained and each option's change, by hand."""
+    from analysis import render
+
+    def rec(losses):
+        return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={"default": l + 2})
+                          for (a, s), l in losses.items()})
+    base = rec({("tied", 1): 5.0, ("tied", 2): 5.2, ("lev", 1): 5.1})
+    recs = {"g": base, "g_rare-mean": rec({("tied", 1): 5.0, ("tied", 2): 5.2, ("lev", 1): 5.0}),
+            "g_noise": rec({("tied", 1): 5.1, ("lev", 1): 5.3})}              # noise: seed 1 of tied only
+    rows = [line.split(" | ") for line in render.b_unseen(recs, "g", "tied", "lev").splitlines()[2:]]
+    assert [r[:2] for r in rows] == [["| tied", "in domain (val)"], ["| tied", "zero-shot (default)"],
+                                     ["| lev", "in domain (val)"], ["| lev", "zero-shot (default)"]]
+    assert rows[0][2:] == ["2", f"{(math.exp(5.0) + math.exp(5.2)) / 2:.1f}", "+0.00% (0 of 2)",
+                           f"{100 * math.expm1(0.1):+.2f}% (1 of 1) |"]
+    assert rows[2][3:] == [f"{math.exp(5.1):.1f}", f"{100 * math.expm1(-0.1):+.2f}% (0 of 1)",
+                           f"{100 * math.expm1(0.2):+.2f}% (1 of 1) |"]
+    assert render.b_unseen({"g": base}, "g").splitlines()[2].endswith("| - | - |")   # no variant yet
