@@ -385,7 +385,7 @@ def cpu_ranges(recs: dict) -> dict:
         for r in rs:
             if r["machine"].get("gpu"):
                 continue
-            kinds.add(kind)
+            kinds.add((kind, r["machine"].get("cores")))
             d = VARIANT_OF.get(r["dtype"], VARIANT_OF["float32"])
             step += [variant(r, key, arm, d).get("vs_a") for arm in ("tied", "lev")]
             lt.append(variant(r, key, "lev", d).get("lev_vs_tied"))
@@ -394,7 +394,8 @@ def cpu_ranges(recs: dict) -> dict:
                 mem.append(x / a if a and x else None)
     lt += [get(r, "bench/arms/lev/step_vs_tied") for rs in pick(recs, SELECTORS["arms"]).values() for r in rs]
     span = lambda xs: (min(x for x in xs if x is not None), max(x for x in xs if x is not None))
-    return dict(step=span(step), mem=span(mem), lev=span(lt), kinds=len(kinds))
+    cores = "/".join(str(c) for c in sorted({c for _, c in kinds if c}))
+    return dict(step=span(step), mem=span(mem), lev=span(lt), kinds=len({k for k, _ in kinds}), cores=cores)
 
 
 def b_brief(_) -> str:
@@ -403,7 +404,7 @@ def b_brief(_) -> str:
     c = cpu_ranges(recs)
     text = (f"The default training step (bf16 autocast where the CPU computes bf16, the blockwise output head, fused AdamW) "
             f"took {c['step'][0]:.2f}-{c['step'][1]:.2f}x the time of the plain float32 step of nanoGPT's kind and "
-            f"{c['mem'][0]:.2f}-{c['mem'][1]:.2f}x its peak memory on 2-core CPUs of {c['kinds']} kinds; LEV's step took "
+            f"{c['mem'][0]:.2f}-{c['mem'][1]:.2f}x its peak memory on {c['cores']}-core CPUs of {c['kinds']} kinds; LEV's step took "
             f"{c['lev'][0]:.2f}-{c['lev'][1]:.2f}x a tied step there.")
     gpu = [rs for rs in pick(recs, SELECTORS["gpu"]).values()]
     if gpu:
