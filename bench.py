@@ -3,6 +3,8 @@ Speed and memory of LEV's fast paths, of every input-map arm and of the number f
 
     python bench.py --tiny --reps 1                    # a minute: smoke test of the whole script
     python bench.py --tokens zipf --json bench.json    # the reference size (below): 10-30 minutes on 2 CPU cores
+    python bench.py --tokens zipf --record NAME        # the same, kept as docs/performance/records/NAME.json, the
+                                                       # record docs/performance.md is rendered from
     python bench.py --sections dtype                   # only the step table (float32 / bf16, plain / chunked head)
     python bench.py --sections os                      # only what the allocator setting saves (page faults)
     python bench.py --sections dtype,head --dtype-sizes cpu --vocab-sizes 50257 200019   # GPT-2's vs o200k's vocabulary
@@ -20,7 +22,8 @@ machine load hits all alike. Times are medians over rounds; ratios ("vs") are me
 round (paired), which is what a shared machine allows. Progress goes to stderr, the tables to stdout.
   lev      LEV alone, forward + backward on the batch's ids, per fast path; speed-up over the naive path
            (every position evaluated, dense kappa-long basis contraction, plain autograd).
-  arms     per arm: training step (forward + backward + AdamW) and its ratio to tied; sampling tokens/s
+  arms     per arm (and lev_best, the settings sweep's best LEV: k=2, 32 heads, the concatenated seed):
+           training step (forward + backward + AdamW) and its ratio to tied; sampling tokens/s
            (generate, batch 1, eval mode, no KV cache); MFU = flops_per_token * tokens / step time / the FLOP/s
            of a large matmul in the same dtype measured in this run (LEV's own work is not in flops_per_token).
   dtype    tied and lev, training step with (a) float32 + plain head (what nanoGPT does on a CPU), (b) bf16
@@ -55,6 +58,7 @@ import torch
 
 import torch.nn.functional as F
 
+from analysis import perf_records
 from benchmarks.timing import matmul_flops, paired, paired_iqr, round_robin, say, sync, train_step, zipf_ids
 from fast import head, head_kernel
 from fast.lev_fast import FastLEV, unique
@@ -83,6 +87,9 @@ DTYPE_HEAD = {"(a) fp32+plain": ("float32", "lev", ""), "(b) bf16+plain": ("bflo
               "(c) bf16+chunked": ("bfloat16", "all", ""), "(d) fp32+chunked": ("float32", "all", ""),
               "(e) bf16+chunked, torch rows": ("bfloat16", "all", "torch")}   # (e): (c) without head_kernel.cpp
 TINY_V = 1000   # --tiny's vocabulary (with util/presets.TINY's sizes)
+# the arms section's arms: every input map, and lev_best, the settings sweep's best LEV (experiments/reproduce.py's
+# lev_best; its AdamW without decay on LEV costs the same time, so only the shape is set here)
+ARMS = {**{emb: (emb, {}) for emb in EMB_CHOICES}, "lev_best": ("lev", dict(k=2, heads=32, seed_combine="concat"))}
 
 
 @dataclass
@@ -91,7 +98,7 @@ class BenchConfig:
     dtype: str = "auto"           # autocast dtype of the model body (LEV's math stays float32); auto: bf16 where native
     compile: bool = False         # also time torch.compile'd LEV, and compile every arm's training step
     sections: str = "lev,arms,dtype"  # comma-separated, from: lev, arms, dtype, head, os (see the docstring)
-    arms: str = ",".join(EMB_CHOICES)  # arms of the "arms" section, comma-separated
+    arms: str = ",".join(ARMS)    # arms of the "arms" section, comma-separated: the input maps and lev_best
     variants: str = "auto"        # "dtype" section: its variants' letters, comma-separated (a-e; (a) always runs); auto:
                                   # all five, or where bf16 is not native only the float32 ones, a and d (emulated
                                   # bf16 is slower than float32)
@@ -115,10 +122,12 @@ class BenchConfig:
     curve_eval_interval: int = 25  # --curves: evaluate every this many steps
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3])  # --curves: the seeds (train.py --seed)
     json: str = ""                # also write the results to this JSON file
+    record: str = ""              # also write them as the benchmark record docs/performance/records/<record>.json
+                                  # (analysis/perf_records.py), which docs/performance.md is rendered from
     probe: str = ""               # internal: run one variant in this process and print its peak memory
 
     def __post_init__(self):
-        for name, allowed in (("sections", SECTIONS), ("arms", EMB_CHOICES), ("paths", ("all", *LEV_PATHS)),
+        for name, allowed in (("sections", SECTIONS), ("arms", tuple(ARMS)), ("paths", ("all", *LEV_PATHS)),
                               ("variants", ("auto", *(v[1] for v in DTYPE_HEAD)))):
             bad = [x for x in getattr(self, name).split(",") if x and x not in allowed]
             if bad:
@@ -142,6 +151,11 @@ def parse_args(argv=None) -> BenchConfig:
                           curve_iters=checked(int, 1), curve_eval_interval=checked(int, 1)))
     if a.size not in presets.PRESETS:
         raise SystemExit(f"--size {a.size}: no such preset; choose from {', '.join(presets.PRESETS)}.")
+    if a.record and not a.probe:                           # refused now, not after a run of minutes
+        try:
+            perf_records.check_new(a.record)
+        except ValueError as e:
+            raise SystemExit(f"--record: {e}") from None
     if a.tiny:
         a = replace(a, vocab_size=TINY_V, sample_tokens=min(a.sample_tokens, 8))
     device = runtime.pick_device(a.device)
@@ -165,6 +179,13 @@ def size(a: BenchConfig, name: str = "") -> dict:
 def gpt_config(a: BenchConfig, name: str = "") -> GPTConfig:
     """The model at a preset's size (as size()) and --vocab-size."""
     return GPTConfig.from_preset(size(a, name), vocab_size=a.vocab_size)
+
+
+def arm_config(a: BenchConfig, arm: str) -> GPTConfig:
+    """The model of an arm of ARMS at --size."""
+    emb, lev = ARMS[arm]
+    cfg = gpt_config(a)
+    return replace(cfg, emb=emb, lev=replace(cfg.lev, **lev))
 
 
 def vocab_sizes(a: BenchConfig) -> list:
@@ -264,7 +285,7 @@ def probe(a: BenchConfig, what: str):
     if kind == "lev":
         run = lev_path(a, name[0], ids[:, :-1])
     elif kind == "train":
-        run, _ = train_step(replace(gpt_config(a), emb=name[0]), ids[:, :-1], ids[:, 1:], a.device, a.dtype, a.compile)
+        run, _ = train_step(arm_config(a, name[0]), ids[:, :-1], ids[:, 1:], a.device, a.dtype, a.compile)
     else:
         cfg, B = dtype_configs(a)[name[0]]
         run, _ = dtype_variant(a, cfg, B, name[1], name[2])
@@ -382,7 +403,7 @@ def section_lev(a: BenchConfig, argv, x, warm) -> dict:
 def section_arms(a: BenchConfig, argv, x, y, warm, flops) -> dict:
     steps, models = {}, {}
     for arm in a.listed("arms"):
-        steps[arm], models[arm] = train_step(replace(gpt_config(a), emb=arm), x, y, a.device, a.dtype, a.compile)
+        steps[arm], models[arm] = train_step(arm_config(a, arm), x, y, a.device, a.dtype, a.compile)
     t_step = round_robin(steps, a.reps, warm, a.device, "train step")
     t_sample = round_robin({arm: sampler(a, models[arm], x[:1, :16]) for arm in models}, a.reps, a.warmup, a.device,
                            "sampling")
@@ -465,8 +486,8 @@ def section_head(a: BenchConfig, warm, dtypes) -> dict:
                         f"head alone, V={V}")
         flops = 6 * N * V * D
         res[str(V)] = dict(N=N, D=D, V=V, variants={k: dict(
-            dtype=HEAD_VARIANTS[k][0], ms=1e3 * statistics.median(t[k]), gflops=flops / statistics.median(t[k]) / 1e9,
-            vs_plain_fp32=paired(t, "plain fp32", k))
+            dtype=HEAD_VARIANTS[k][0], ms=1e3 * statistics.median(t[k]), times_ms=[1e3 * s for s in t[k]],
+            gflops=flops / statistics.median(t[k]) / 1e9, vs_plain_fp32=paired(t, "plain fp32", k))
             for k in kinds})
     return res
 
@@ -574,6 +595,9 @@ def main(argv=None):
         with open(a.json, "w") as f:
             json.dump(res, f, indent=1)
         print(f"wrote {a.json}")
+    if a.record:
+        rec = perf_records.make(a.record, perf_records.command_line("bench.py", argv), "bench", res, a.dtype)
+        print(f"wrote {os.path.relpath(perf_records.save(rec), ROOT)} (python -m analysis.render puts it in the docs)")
     return res
 
 

@@ -806,6 +806,12 @@ VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_rea
               bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
               spread=v_spread, means=v_means, sharing=v_sharing)
 
+# docs/performance.md and the README's performance lines: blocks and values from the benchmark records
+from analysis import perf_render  # noqa: E402 (here, so that the performance page joins the tables in one place)
+BLOCKS.update(perf_render.BLOCKS)
+VALUES.update(perf_render.VALUES)
+FILLED.append(perf_render.PAGE)
+
 
 # ------------------------------------------------------------------------------------------------------------
 # Figures

@@ -7,6 +7,7 @@ report goes to --out as report.json and report.md, and the markdown is printed. 
     python -m benchmarks.gpu_check                                # about 8 minutes on a GPU (docs/performance.md)
     python -m benchmarks.gpu_check --dry-run --out /tmp/gpu_check # the same checks, tiny, on the CPU: well under a minute
     python -m benchmarks.gpu_check --only lev_cuda,table_fresh    # some of the checks
+    python -m benchmarks.gpu_check --record NAME   # also keeps bench, tune, pile_train in docs/performance/records/
 
 Checks (sizes on the GPU; --dry-run shrinks every one and runs on the CPU with compile off):
   env_compile   CUDA + bf16 + torch.compile (inductor) on a small function, against eager.
@@ -54,6 +55,7 @@ from dataclasses import asdict, dataclass, replace
 import numpy as np
 import torch
 
+from analysis import perf_records
 from benchmarks import timing
 from data.tokenizers import VOCAB_SIZES
 from fast import accelerate, head, lev_fast
@@ -81,11 +83,17 @@ class CheckConfig:
     steps: int = 50               # pile_train: train.py steps per arm
     limit_scale: float = 1.0      # multiply every check's time limit (LIMITS) by this
     budget: float = 560.0         # seconds for all checks: each gets at most what is left; none left -> skipped
+    record: str = ""              # also write the bench, tune and pile_train numbers as the benchmark record
+                                  # docs/performance/records/<record>.json (analysis/perf_records.py)
 
     def __post_init__(self):
         bad = [c for c in self.only.split(",") if c and c not in CHECKS]
         if bad:
             raise ValueError(f"unknown check(s) {bad} in --only; choose from {', '.join(CHECKS)}.")
+        if self.record and self.dry_run:
+            raise ValueError("--record with --dry-run: a dry run's tiny sizes on the CPU are no measurement to keep.")
+        if self.record:
+            perf_records.check_new(self.record)                # refused now, not after minutes of device time
 
 
 @dataclass
@@ -291,7 +299,8 @@ def check_bench(ctx: Ctx) -> dict:
         t = timing.round_robin(fns, ctx.pick(5, 1), 1, ctx.device, f"gpu_check bench, {cname}")
         for arm, r in rows.items():
             step = float(np.median(t[arm]))
-            r.update(step_ms=1e3 * step, tok_s=x.numel() / step, mfu=r["flops_per_token"] * x.numel() / step / peak)
+            r.update(step_ms=1e3 * step, times_ms=[1e3 * v for v in t[arm]], tok_s=x.numel() / step,
+                     mfu=r["flops_per_token"] * x.numel() / step / peak)
         rows["lev"]["vs_tied"] = timing.paired(t, "tied", "lev")
         res[cname] = rows
         del fns, model
@@ -555,7 +564,23 @@ def markdown(report: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+RECORDED = ("bench", "tune", "pile_train")     # the checks whose numbers a record keeps (the others pass or fail)
+
+
+def gpu_record(report: dict, name: str, argv) -> dict:
+    """A benchmark record of a report: the numbers of its RECORDED checks that ran ok, under "gpu"."""
+    numbers = {c["name"]: c["numbers"] for c in report["checks"] if c["name"] in RECORDED and c["status"] == "ok"}
+    if not numbers:
+        raise ValueError(f"no numbers to record: none of {', '.join(RECORDED)} ran ok.")
+    env = report["environment"]
+    note = ", ".join(f"{k} {env[k]}" for k in ("cuda", "triton", "gpu_memory_gib") if env.get(k) is not None)
+    dtype = numbers.get("bench", {}).get("dtype", "bfloat16")
+    return perf_records.make(name, perf_records.command_line("-m benchmarks.gpu_check", argv), "gpu", numbers, dtype,
+                             note=note or None)
+
+
 def main(argv=None) -> dict:
+    argv = sys.argv[1:] if argv is None else list(argv)
     c = parse(CheckConfig, argv, description=__doc__,
               checks=dict(steps=checked(int, 2), limit_scale=checked(float, 0, exclusive=True),
                           budget=checked(float, 0, exclusive=True)))
@@ -586,6 +611,12 @@ def main(argv=None) -> dict:
         f.write(text)
     print(text)
     print(f"wrote {c.out}/report.json and report.md")
+    if c.record:
+        try:
+            path = perf_records.save(gpu_record(report, c.record, argv))
+            print(f"wrote {os.path.relpath(path, ROOT)} (python -m analysis.render puts it in the docs)")
+        except ValueError as e:
+            print(f"no record written: {e}", file=sys.stderr)
     return report
 
 

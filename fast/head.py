@@ -60,7 +60,7 @@ import torch.nn.functional as F
 from fast import native
 from model import OutputHead
 
-# Tuned constants (docs/performance.md, "The output head" and "The output head at large vocabularies", say how):
+# Tuned constants (docs/performance.md, "Where the tuned constants come from", has the measurements):
 CHUNK_LOGITS = 1 << 23       # PyTorch's rows: logits per block (they make float32 copies of a block)
 CHUNK_BYTES = 32 << 20       # C++ rows: bytes of logits per block, the largest glibc serves from reused memory
 CHUNK_MIN_ROWS = 512         # at large V, at least this many positions a block (each pays a (V, D) sum for dL/dW) ...

@@ -36,7 +36,7 @@ CHUNK_GPU_ELEMENTS = 1 << 26
 # ----------------------------------------------------------------------------------------------------
 # Distinct ids
 
-PAD_IDS = 64   # step 7's matmul runs on a multiple of this many rows (pad_rows; docs/performance.md, "LEV")
+PAD_IDS = 64   # step 7's matmul runs on a multiple of this many rows (pad_rows; docs/performance.md, tuned constants)
 
 
 @torch.compiler.disable

@@ -16,7 +16,9 @@ def test_bench_runs_end_to_end(tmp_path):
     res = bench.main(["--tiny", "--reps", "1", "--memory", "none", "--sections", "lev,arms", "--json", str(out)])
     data = json.loads(out.read_text())
     assert data["lev"].keys() == res["lev"].keys() == set(bench.LEV_PATHS) and data["lev"]["naive"]["speedup_vs_naive"] == 1.0
-    assert list(data["arms"]) == ["tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp"]
+    assert list(data["arms"]) == ["tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp", "lev_best"]
+    best = bench.arm_config(bench.parse_args(["--tiny"]), "lev_best")          # the settings sweep's best LEV
+    assert best.emb == "lev" and (best.lev.k, best.lev.heads, best.lev.seed_combine) == (2, 32, "concat")
     tokens = data["config"]["positions"]
     for r in data["arms"].values():                                   # MFU: the figures it is made of
         assert r["mfu"] == pytest.approx(r["flops_per_token"] * tokens / (r["step_ms"] / 1e3) / data["peak_flops"])

@@ -64,6 +64,7 @@ SCRIPTS = {  # script -> (module, its config dataclasses, flags it leaves out)
     "experiments/reproduce.py": ("experiments.reproduce", ["ReproduceConfig"], []),
     "experiments/sweep.py": ("experiments.sweep", ["SweepConfig"], []),
     "benchmarks/gpu_check.py": ("benchmarks.gpu_check", ["CheckConfig"], []),
+    "benchmarks/head_parts.py": ("benchmarks.head_parts", ["PartsConfig"], []),
 }
 
 

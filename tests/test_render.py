@@ -24,11 +24,11 @@ def test_every_committed_doc_is_what_the_records_give(recs):
 
 def test_one_changed_record_value_changes_the_docs(recs):
     """The check above can fail: lev's seed-1 loss of the main comparison, moved by 0.01 nats, changes the README's
-    table, docs/results.md and trends.md."""
+    table, docs/results.md and trends.md (docs/performance.md is the benchmark records': tests/test_perf_render.py)."""
     changed = copy.deepcopy(recs)
     changed["cpu_rerun"]["runs"]["lev_s1"]["loss"] += 0.01
     before, after = render.render(recs, write=False), render.render(changed, write=False)
-    assert all(before[p] != after[p] for p in before)
+    assert all(before[p] != after[p] for p in before if p != render.perf_render.PAGE)
 
 
 def test_gap_statistics_by_hand():
