@@ -673,11 +673,10 @@ def findings(recs, form="full") -> str:
              ", ".join(f"{a} {lr_text(v)}" for a, v in sw["setting"]["lrs"].items() if a != "lev") + ")")
     f = recs.get("big_fair")                     # every arm's body at one rate, each input map at its best multiplier
     if f:
-        a, b = R.best_mult(f, "lev_best"), R.best_mult(f, "tied")
-        g_fair = R.gap(f, a, f, b)
+        g_fair = R.gap(f, R.best_mult(f, "lev_best"), f, R.best_mult(f, "tied"))
         fair = (f"With every arm's body at one rate ({lr_text(f['setting']['lr'])}) and each input map at its best rate "
-                f"multiplier (group `big_fair`{', seed 1 alone so far' if len(R.losses(f, a)) < 2 else ''}), "
-                f"lev_best (input map x{R.input_mult(a)[1]:g}) is {verdict(g_fair)} tied (x{R.input_mult(b)[1]:g}) ({said(g_fair)}).")
+                f"multiplier (group `big_fair`{', seed 1 alone so far' if g_fair['n'] < 2 else ''}), "
+                f"{v_fair(recs, 'big_fair', 'lev_best', 'tied')}.")
     else:
         fair = "A control with every arm's body at one rate has not landed."
     z = {a: R.gap(sw, a, sw, "tied", "zero_shot:default") for a in ("lev_best", "lev", "untied")}
@@ -734,6 +733,25 @@ def v_gain(recs, ga, a, b, gb=None):
 
 def v_behind(recs, ga, a, b, gb=None):
     return behind(R.gap(recs[ga], a, recs[gb or ga], b))
+
+
+def v_fair(recs, name, a, b):
+    """Arms a and b of a group, each at its best input-map multiplier (R.best_mult), compared by seed:
+    "lev_best (input map x1) is behind tied (x5) (+2.2%, 1 seed pair)"."""
+    r = recs[name]
+    ma, mb = R.best_mult(r, a), R.best_mult(r, b)
+    g = R.gap(r, ma, r, mb)
+    return f"{a} (input map x{R.input_mult(ma)[1]:g}) is {verdict(g)} {b} (x{R.input_mult(mb)[1]:g}) ({said(g)})"
+
+
+def v_mult_best(recs, name, base):
+    """Where an arm's best input-map multiplier lies among those its group tried: "x5, the largest tried (x1-x5)"."""
+    r = recs[name]
+    tried = sorted(R.input_mult(a)[1] for a in R.arms(r) if R.input_mult(a)[0] == base)
+    best = R.input_mult(R.best_mult(r, base))[1]
+    where = ("the only one tried" if len(tried) == 1 else "the largest tried" if best == tried[-1] else
+             "the smallest tried" if best == tried[0] else "inside the range tried")
+    return f"x{best:g}, {where} (x{tried[0]:g}-x{tried[-1]:g})"
 
 
 def v_count(recs, *names):
@@ -804,7 +822,7 @@ def v_budget(recs, name):
 
 VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket,
               bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
-              spread=v_spread, means=v_means, sharing=v_sharing)
+              spread=v_spread, means=v_means, sharing=v_sharing, fair=v_fair, mult_best=v_mult_best)
 
 # docs/performance.md and the README's performance lines: blocks and values from the benchmark records
 from analysis import perf_render  # noqa: E402 (here, so that the performance page joins the tables in one place)

@@ -197,3 +197,16 @@ def test_a_variant_scores_the_chosen_runs_again_under_its_own_name(tmp_path, cap
     assert sweep.record_command(sc, dict(tied=6e-4), False, ["r/tied_s1"]) == (
         "python -m experiments.sweep evaluate --body big --group big_fair --input ... --settings tied --variant noise "
         "--eval-flags='--unseen-ids=noise'")
+
+
+def test_where_the_best_multiplier_lies_and_the_fair_sentence():
+    """v_mult_best says whether an arm's best multiplier is at an edge of those tried (then the search goes on);
+    v_fair compares two arms at their best multipliers, its direction word from the seed pairs."""
+    rec = record({("tied", 1): 5.00, ("tied_x3", 1): 4.90, ("tied_x5", 1): 4.85, ("lev", 1): 4.95,
+                  ("lev_x0.6", 1): 4.97, ("lev_x3", 1): 5.20, ("untied", 1): 5.0})
+    recs = dict(g=rec)
+    assert render.v_mult_best(recs, "g", "tied") == "x5, the largest tried (x1-x5)"
+    assert render.v_mult_best(recs, "g", "lev") == "x1, inside the range tried (x0.6-x3)"
+    assert render.v_mult_best(recs, "g", "untied") == "x1, the only one tried (x1-x1)"
+    assert render.v_fair(recs, "g", "lev", "tied") == \
+        f"lev (input map x1) is level with tied (x5) ({render.pc(math.expm1(0.10))}, 1 seed pair)"
