@@ -1,6 +1,7 @@
 """bench.py end to end, at tiny sizes: its sections, their tables and JSON, its flags. Timings vary by machine, so
 the tests check the figures' shape and consistency, not their values; each runs the script for seconds or more."""
 import json
+from dataclasses import fields
 import math
 
 import numpy as np
@@ -18,7 +19,13 @@ def test_bench_runs_end_to_end(tmp_path):
     assert data["lev"].keys() == res["lev"].keys() == set(bench.LEV_PATHS) and data["lev"]["naive"]["speedup_vs_naive"] == 1.0
     assert list(data["arms"]) == ["tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp", "lev_best"]
     best = bench.arm_config(bench.parse_args(["--tiny"]), "lev_best")          # the settings sweep's best LEV
-    assert best.emb == "lev" and (best.lev.k, best.lev.heads, best.lev.seed_combine) == (2, 32, "concat")
+    import train
+    from experiments.reproduce import CONTROLS                         # lev_best's one definition, as train.py flags
+    lev = lambda flags: train.setup([*flags, "--preset=tiny", "--quiet", "--max-iters=1",
+                                     f"--out-dir={tmp_path / 'run'}"]).mc.lev
+    changed = lambda a, b: {f.name: getattr(a, f.name) for f in fields(a) if getattr(a, f.name) != getattr(b, f.name)}
+    assert best.emb == "lev" and changed(best.lev, bench.gpt_config(bench.parse_args(["--tiny"])).lev) == \
+        changed(lev(CONTROLS["lev_best"]), lev(["--emb=lev"])) == dict(k=2, heads=32, seed_combine="concat")
     tokens = data["config"]["positions"]
     for r in data["arms"].values():                                   # MFU: the figures it is made of
         assert r["mfu"] == pytest.approx(r["flops_per_token"] * tokens / (r["step_ms"] / 1e3) / data["peak_flops"])
