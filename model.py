@@ -37,6 +37,8 @@ import torch.nn.functional as F
 
 from lev import CHUNK_IDS, GPT2_VOCAB, INIT_STD, LEV, LEVConfig, check_ids, digit_seed, id_permutation, lev_num_params
 
+RESCALE_IDS = 128     # ids a call of the input map when rescale_input_map measures it (LEV's reference path's memory)
+
 EMB_CHOICES = ("tied", "untied", "lev", "albert", "flat_mlp", "factorized_mlp")
 BASELINES = ("albert", "flat_mlp", "factorized_mlp")   # the arms whose input map is matched to LEV's parameter count
 
@@ -363,7 +365,8 @@ class GPT(nn.Module):
             return
         V = self.cfg.vocab_size
         ids = torch.randperm(V, generator=torch.Generator().manual_seed(0))[:n_ids].to(self.lm_head.weight.device)
-        rms = self.wte(ids[None]).float().pow(2).mean().sqrt()
+        x = torch.cat([self.wte(c[None]) for c in ids.split(RESCALE_IDS)], dim=1)   # (1, n_ids, D), in chunks: lev.LEV
+        rms = x.float().pow(2).mean().sqrt()                  # holds (ids, h, d_s, kappa) numbers a call
         for p in last_layer(self.wte):
             p.mul_(target / rms)
 

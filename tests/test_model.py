@@ -386,6 +386,30 @@ def test_without_the_protocol_the_arms_start_far_apart():
     assert rms["lev"] > 2 * rms["tied"] and rms["albert"] < rms["tied"] / 5
 
 
+@pytest.mark.filterwarnings("ignore:.*no parameter-matched baseline")  # toy vocabularies: the warning is expected
+@pytest.mark.parametrize("emb", ["lev", "flat_mlp"])
+def test_the_rescale_measures_the_input_map_in_small_chunks_with_the_one_call_factor(emb, monkeypatch):
+    """rescale_input_map calls the input map on at most RESCALE_IDS ids at a time (lev.LEV's reference path holds
+    (ids, h, d_s, kappa) numbers: 4,096 ids at once took 3.7 GB at the quick start), and gives the model the one-call
+    computation would: the factor target / RMS of the 4,096 ids' outputs in one call."""
+    import model as M
+    cfg = replace(TINY, vocab_size=3000, n_embd=64, emb=emb, input_scale="none")
+    torch.manual_seed(0)
+    plain = GPT(cfg)                                                  # as built, before any rescale
+    with torch.no_grad():
+        ids = torch.randperm(3000, generator=torch.Generator().manual_seed(0))[:4096]
+        rms = plain.wte(ids[None]).float().pow(2).mean().sqrt()       # one call: the reference
+        for p in M.last_layer(plain.wte):
+            p.mul_(0.02 / rms)
+    calls = []
+    forward = type(plain.wte).forward
+    monkeypatch.setattr(type(plain.wte), "forward", lambda self, idx: calls.append(idx.numel()) or forward(self, idx))
+    torch.manual_seed(0)
+    fair = GPT(replace(cfg, input_scale="init"))
+    assert calls and max(calls) <= M.RESCALE_IDS < sum(calls) == 3000   # the vocabulary (3,000 < 4,096 ids), in chunks
+    assert all(torch.equal(a, b) for a, b in zip(plain.state_dict().values(), fair.state_dict().values()))
+
+
 def test_protocol_keeps_the_tied_baseline_exactly_and_changes_only_the_last_layer():
     torch.manual_seed(0)
     plain = GPT(replace(TINY, emb="tied", input_scale="none"))
