@@ -686,7 +686,7 @@ def findings(recs, form="full") -> str:
     regime = "The paper's regime (200M-1.2B parameters, billions of tokens) has not been run."
     if form == "one":
         fair_one = "" if not f else (f"; with the body at one rate and each input map at its best rate it is "
-                                     f"{verdict(g_fair)} tied ({said(g_fair)})")
+                                     f"{compared(g_fair, 'tied')}")
         text = (f"LEV with its default settings is {' or '.join(words)} an embedding table at the scales a CPU trains; "
                 f"the sweep's best LEV is {verdict(vs['tied'])} tied at one body in domain ({pc(vs['tied']['mean'])}, "
                 f"each arm at its own rate){fair_one}, and {verdict(z['lev_best'])} it out of domain "
@@ -736,12 +736,22 @@ def v_behind(recs, ga, a, b, gb=None):
 
 
 def v_fair(recs, name, a, b):
-    """Arms a and b of a group, each at its best input-map multiplier (R.best_mult), compared by seed:
-    "lev_best (input map x1) is behind tied (x5) (+2.2%, 1 seed pair)"."""
+    """Arms a and b of a group, each at its best input-map multiplier (R.best_mult), compared by seed: "lev_best (input
+    map x1) is behind tied (x5) in 2 of 2 seed pairs (+7.4%; too few ...)" below 3 pairs, else the verdict and interval."""
     r = recs[name]
     ma, mb = R.best_mult(r, a), R.best_mult(r, b)
     g = R.gap(r, ma, r, mb)
-    return f"{a} (input map x{R.input_mult(ma)[1]:g}) is {verdict(g)} {b} (x{R.input_mult(mb)[1]:g}) ({said(g)})"
+    return f"{a} (input map x{R.input_mult(ma)[1]:g}) is {compared(g, f'{b} (x{R.input_mult(mb)[1]:g})')}"
+
+
+def compared(g, b) -> str:
+    """"ahead of / level with / behind b (change [interval])"; below 3 seed pairs, where there is no interval, how
+    many pairs agree: "behind b in 2 of 2 seed pairs (+7.4%; too few pairs for an interval over seeds)"."""
+    if g["ci"] is not None:
+        return f"{verdict(g)} {b} ({said(g)})"
+    worse = g["mean"] > 0
+    return (f"{'behind' if worse else 'ahead of'} {b} in {g['behind'] if worse else g['n'] - g['behind']} of {g['n']} "
+            f"seed pair{'s' * (g['n'] != 1)} ({pc(g['mean'])}; too few pairs for an interval over seeds)")
 
 
 def v_mult_best(recs, name, base):

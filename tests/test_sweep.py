@@ -208,5 +208,8 @@ def test_where_the_best_multiplier_lies_and_the_fair_sentence():
     assert render.v_mult_best(recs, "g", "tied") == "x5, the largest tried (x1-x5)"
     assert render.v_mult_best(recs, "g", "lev") == "x1, inside the range tried (x0.6-x3)"
     assert render.v_mult_best(recs, "g", "untied") == "x1, the only one tried (x1-x1)"
-    assert render.v_fair(recs, "g", "lev", "tied") == \
-        f"lev (input map x1) is level with tied (x5) ({render.pc(math.expm1(0.10))}, 1 seed pair)"
+    assert render.v_fair(recs, "g", "lev", "tied") == (f"lev (input map x1) is behind tied (x5) in 1 of 1 seed pair "
+                                                       f"({render.pc(math.expm1(0.10))}; too few pairs for an interval "
+                                                       "over seeds)")
+    three = record({("tied", s): 5.0 for s in (1, 2, 3)} | {("lev", 1): 4.9, ("lev", 2): 4.95, ("lev", 3): 4.92})
+    assert render.v_fair(dict(g=three), "g", "lev", "tied").startswith("lev (input map x1) is ahead of tied (x1) (-")
