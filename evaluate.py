@@ -299,10 +299,11 @@ def cache_key(run, a, windows, items, input_counts, device):
     LEV, fast paths, LAMBADA, this file's scoring functions). Any change gives another key: the scores are recomputed."""
     h, st = hashlib.sha256(), os.stat(os.path.join(run.dir, "ckpt.pt"))
     code = [inspect.getsource(f) for f in (token_losses, with_unseen_inputs, input_norms, load_model)]
-    for mod in ("model.py", "lev.py", "analysis/lambada.py", *sorted(f"fast/{f}" for f in os.listdir(
-            os.path.join(os.path.dirname(os.path.abspath(__file__)), "fast")) if f.endswith(".py"))):
-        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), mod), "rb") as f:
-            code.append(f.read().decode())
+    root = os.path.dirname(os.path.abspath(__file__))
+    fast = sorted(f"fast/{f}" for f in os.listdir(os.path.join(root, "fast")) if f.endswith(".py"))
+    for mod in ("model.py", "lev.py", "analysis/lambada.py", *fast):
+        with open(os.path.join(root, mod), encoding="utf-8") as f:
+            code.append(f.read())
     h.update(json.dumps([st.st_size, st.st_mtime_ns, run.meta["step"], a.unseen_ids, a.seed if a.unseen_ids == "noise"
                          else 0, a.batch_size, torch.device(device).type, torch.__version__, code,
                          items or []]).encode())

@@ -243,7 +243,7 @@ def main(argv=None):
         runs_s = json.load(open(timing))["runs_s"] if os.path.exists(timing) else {}
         trained = {records.arm_of(os.path.basename(d))[0]: records.run_setting(d)["lr"] for d in runs}
         mixed = len(set(trained.values())) > 1
-        title = sc.title or (f"group {sc.group or group_dir(sc)}'s runs scored with {sc.eval_flags}" if sc.variant else
+        title = sc.title or (f"group {os.path.basename(group_dir(sc))}'s runs scored with {sc.eval_flags}" if sc.variant else
                              "LEV's own settings, one at a time, with tied and untied" if sc.body == "cpu" else
                              f"the sweep's settings at the {sc.body} body" +
                              (", each arm at its own learning rate" if mixed else ""))
