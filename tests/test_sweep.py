@@ -213,3 +213,17 @@ def test_where_the_best_multiplier_lies_and_the_fair_sentence():
                                                        "over seeds)")
     three = record({("tied", s): 5.0 for s in (1, 2, 3)} | {("lev", 1): 4.9, ("lev", 2): 4.95, ("lev", 3): 4.92})
     assert render.v_fair(dict(g=three), "g", "lev", "tied").startswith("lev (input map x1) is ahead of tied (x1) (-")
+
+
+def test_two_arms_as_named_and_the_headline_row_of_the_fair_group():
+    """v_vs compares two arms by their names (no multiplier search: lev_best_shuffled against lev_best); the
+    README's fair-rate row takes each arm at its best multiplier."""
+    rec = record({("lev_best", 1): 4.90, ("lev_best_shuffled", 1): 4.95, ("tied", 1): 5.00, ("tied_x5", 1): 4.80,
+                  ("lev_best_x3", 1): 5.10})
+    recs = dict(g=rec)
+    assert render.v_vs(recs, "g", "lev_best_shuffled", "lev_best") == (
+        f"lev_best_shuffled is behind lev_best in 1 of 1 seed pair ({render.pc(math.expm1(0.05))}; too few pairs for "
+        "an interval over seeds)")
+    label, ga, a, gb, b = render.fair_row(recs, "g", "lev_best", "tied")
+    assert (ga, a, gb, b) == ("g", "lev_best", "g", "tied_x5")
+    assert label.endswith("lev_best (x1) vs tied (x5)")
