@@ -684,7 +684,8 @@ def findings(recs, form="full") -> str:
         g_fair = R.gap(f, R.best_mult(f, "lev_best"), f, R.best_mult(f, "tied"))
         fair = (f"With every arm's body at one rate ({lr_text(f['setting']['lr'])}) and each input map at its best rate "
                 f"multiplier (group `big_fair`{', seed 1 alone so far' if g_fair['n'] < 2 else ''}), "
-                f"{v_fair(recs, 'big_fair', 'lev_best', 'tied')}.")
+                f"{v_fair(recs, 'big_fair', 'lev_best', 'tied')}, and "
+                f"{fair_compared(f, 'lev_best', 'untied')}.")
     else:
         fair = "A control with every arm's body at one rate has not landed."
     z = {a: R.gap(sw, a, sw, "tied", "zero_shot:default") for a in ("lev_best", "lev", "untied")}
@@ -747,9 +748,13 @@ def v_fair(recs, name, a, b):
     """Arms a and b of a group, each at its best input-map multiplier (R.best_mult), compared by seed: "lev_best (input
     map x1) is behind tied (x5) in 2 of 2 seed pairs (+7.4%; too few ...)" below 3 pairs, else the verdict and interval."""
     r = recs[name]
-    ma, mb = R.best_mult(r, a), R.best_mult(r, b)
-    g = R.gap(r, ma, r, mb)
-    return f"{a} (input map x{R.input_mult(ma)[1]:g}) is {compared(g, f'{b} (x{R.input_mult(mb)[1]:g})')}"
+    return f"{a} (input map x{R.input_mult(R.best_mult(r, a))[1]:g}) is {fair_compared(r, a, b)}"
+
+
+def fair_compared(r, a, b) -> str:
+    """v_fair's predicate: "behind tied (x5) (+7.4% [...])", each arm at its best multiplier."""
+    mb = R.best_mult(r, b)
+    return compared(R.gap(r, R.best_mult(r, a), r, mb), f"{b} (x{R.input_mult(mb)[1]:g})")
 
 
 def compared(g, b) -> str:
