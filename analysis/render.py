@@ -419,13 +419,17 @@ def b_fit(recs, axis, *groups) -> str:
             + ("more than two standard errors from zero." if sig else "within two standard errors of zero: no trend."))
 
 
+def mult_of(arm: str) -> str:
+    """"tied_x5" -> "x5": the input map's rate multiplier as the docs write it."""
+    return f"x{R.input_mult(arm)[1]:g}"
+
+
 def fair_row(recs, name, a, b) -> tuple:
     """A headline row of the fair-rate group (section 9): arms a and b each at its best input-map multiplier."""
     r = recs[name]
     ma, mb = R.best_mult(r, a), R.best_mult(r, b)
-    mult = lambda x: f"x{R.input_mult(x)[1]:g}"
-    return (f"8 x 512, the body at one rate, each input map at its best rate (section 9): {a} ({mult(ma)}) vs {b} "
-            f"({mult(mb)})", name, ma, name, mb)
+    return (f"8 x 512, the body at one rate, each input map at its best rate (section 9): {a} ({mult_of(ma)}) vs {b} "
+            f"({mult_of(mb)})", name, ma, name, mb)
 
 
 def b_headline(recs) -> str:
@@ -565,7 +569,7 @@ def b_mults(recs, name, *bases) -> str:
             a = by_base[base].get(m)
             s = "-" if a is None else f"{R.mean_sd(r, a)[0]:.2f} ({len(R.losses(r, a))})"
             cells.append(f"**{s}**" if a is not None and a == best else s)
-        cells += [f"x{R.input_mult(best)[1]:g}"] + [f"{R.mean_sd(r, best, f'zero_shot:{d}')[0]:.1f}" for d in zero]
+        cells += [mult_of(best)] + [f"{R.mean_sd(r, best, f'zero_shot:{d}')[0]:.1f}" for d in zero]
         rows.append(cells)
     return md_table([f"arm ([legend]({LEGEND}))"] + [f"input map x{m:g}" for m in mults] + ["best"] +
                     [f"zero-shot ({d}) at the best" for d in zero], rows)
@@ -748,13 +752,13 @@ def v_fair(recs, name, a, b):
     """Arms a and b of a group, each at its best input-map multiplier (R.best_mult), compared by seed: "lev_best (input
     map x1) is behind tied (x5) in 2 of 2 seed pairs (+7.4%; too few ...)" below 3 pairs, else the verdict and interval."""
     r = recs[name]
-    return f"{a} (input map x{R.input_mult(R.best_mult(r, a))[1]:g}) is {fair_compared(r, a, b)}"
+    return f"{a} (input map {mult_of(R.best_mult(r, a))}) is {fair_compared(r, a, b)}"
 
 
 def fair_compared(r, a, b) -> str:
     """v_fair's predicate: "behind tied (x5) (+7.4% [...])", each arm at its best multiplier."""
     mb = R.best_mult(r, b)
-    return compared(R.gap(r, R.best_mult(r, a), r, mb), f"{b} (x{R.input_mult(mb)[1]:g})")
+    return compared(R.gap(r, R.best_mult(r, a), r, mb), f"{b} ({mult_of(mb)})")
 
 
 def compared(g, b) -> str:
