@@ -772,9 +772,27 @@ def compared(g, b) -> str:
 
 
 def v_vs(recs, name, a, b):
-    """Two arms of a group as they are named, compared by seed: "lev_best_shuffled is behind lev_best in 1 of 1 seed
-    pair (+0.4%; too few ...)" below 3 pairs, else the verdict and interval."""
-    return f"{a} is {compared(R.gap(recs[name], a, recs[name], b), b)}"
+    """Two arms as they are named, compared by seed: "lev_best_shuffled is behind lev_best in 1 of 1 seed pair (+0.4%;
+    too few ...)" below 3 pairs, else the verdict and interval. b is an arm of the same group, or "GROUP:ARM" of
+    another (then named "ARM (GROUP)")."""
+    gb, _, arm_b = b.rpartition(":")
+    g = R.gap(recs[name], a, recs[gb or name], arm_b)
+    return f"{a} is {compared(g, arm_b + (f' ({gb})' if gb else ''))}"
+
+
+def v_lead(recs, old, new, a, b):
+    """What becomes of a's lead over b (or deficit to it) in group `old`, each arm at its own rate, in group `new`,
+    every body at one rate and each input map at its best multiplier: "holds", "falls within seed noise" or
+    "reverses", with both comparisons."""
+    g0 = R.gap(recs[old], a, recs[old], b)
+    r = recs[new]
+    g1 = R.gap(r, R.best_mult(r, a), r, R.best_mult(r, b))
+    w0, w1 = verdict(g0), verdict(g1)
+    fate = ("holds" if w1 == w0 else "falls within seed noise" if w1 == "level with" else
+            "is no longer within seed noise" if w0 == "level with" else "reverses")
+    what = "position against" if w0 == "level with" else "lead over" if g0["mean"] < 0 else "deficit to"
+    return (f"{a}'s {what} {b} with each arm at its own rate ({said(g0)}, `{old}`) {fate} with every body at one rate: "
+            f"{v_fair(recs, new, a, b)}")
 
 
 def v_mult_best(recs, name, base):
@@ -855,7 +873,7 @@ def v_budget(recs, name):
 
 VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket,
               bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
-              spread=v_spread, means=v_means, sharing=v_sharing, fair=v_fair, mult_best=v_mult_best, vs=v_vs)
+              spread=v_spread, means=v_means, sharing=v_sharing, fair=v_fair, mult_best=v_mult_best, vs=v_vs, lead=v_lead)
 
 # docs/performance.md and the README's performance lines: blocks and values from the benchmark records
 from analysis import perf_render  # noqa: E402 (here, so that the performance page joins the tables in one place)

@@ -227,3 +227,24 @@ def test_two_arms_as_named_and_the_headline_row_of_the_fair_group():
     label, ga, a, gb, b = render.fair_row(recs, "g", "lev_best", "tied")
     assert (ga, a, gb, b) == ("g", "lev_best", "g", "tied_x5")
     assert label.endswith("lev_best (x1) vs tied (x5)")
+
+
+def test_vs_across_groups_and_the_fate_of_a_lead():
+    """v_vs takes an arm of another group as "GROUP:ARM" (paired by seed); v_lead says whether a lead with each arm at
+    its own rate holds, falls within seed noise or reverses once every body shares one rate."""
+    old = record({("tied", s): 5.0 for s in (1, 2, 3)} | {("lev_best", 1): 4.90, ("lev_best", 2): 4.91,
+                                                          ("lev_best", 3): 4.92})
+    new = record({("tied", 1): 5.1, ("tied_x5", 1): 4.80, ("tied_x5", 2): 4.82, ("tied_x5", 3): 4.81,
+                  ("lev_best", 1): 4.90, ("lev_best", 2): 4.93, ("lev_best", 3): 4.91})
+    other = record({("tied_x0.6", 1): 4.85, ("tied_x0.6", 2): 4.90})
+    recs = dict(old=old, new=new, other=other)
+    assert render.v_vs(recs, "other", "tied_x0.6", "new:tied_x5") == (
+        f"tied_x0.6 is behind tied_x5 (new) in 2 of 2 seed pairs ({render.pc(math.expm1(0.065))}; too few pairs for "
+        "an interval over seeds)")
+    lead = render.v_lead(recs, "old", "new", "lev_best", "tied")
+    assert lead.startswith("lev_best's lead over tied with each arm at its own rate (-") and " reverses " in lead
+    assert lead.endswith(render.v_fair(recs, "new", "lev_best", "tied"))
+    level = record({("tied_x5", 1): 4.80, ("tied_x5", 2): 4.82, ("tied_x5", 3): 4.81, ("tied", 1): 5.0,
+                    ("lev_best", 1): 4.79, ("lev_best", 2): 4.84, ("lev_best", 3): 4.81})
+    assert " falls within seed noise " in render.v_lead(dict(old=old, new=level), "old", "new", "lev_best", "tied")
+    assert " holds " in render.v_lead(dict(old=old, new=old), "old", "new", "lev_best", "tied")
