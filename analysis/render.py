@@ -788,8 +788,11 @@ def v_lead(recs, old, new, a, b):
     r = recs[new]
     g1 = R.gap(r, R.best_mult(r, a), r, R.best_mult(r, b))
     w0, w1 = verdict(g0), verdict(g1)
-    fate = ("holds" if w1 == w0 else "falls within seed noise" if w1 == "level with" else
-            "is no longer within seed noise" if w0 == "level with" else "reverses")
+    if g1["ci"] is None:                                       # below 3 seed pairs: only the sign can be said
+        fate = f"{'keeps' if (g0['mean'] > 0) == (g1['mean'] > 0) else 'changes'} its sign (too few seed pairs to say more)"
+    else:
+        fate = ("holds" if w1 == w0 else "falls within seed noise" if w1 == "level with" else
+                "is no longer within seed noise" if w0 == "level with" else "reverses")
     what = "position against" if w0 == "level with" else "lead over" if g0["mean"] < 0 else "deficit to"
     return (f"{a}'s {what} {b} with each arm at its own rate ({said(g0)}, `{old}`) {fate} with every body at one rate: "
             f"{v_fair(recs, new, a, b)}")

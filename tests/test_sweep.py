@@ -248,3 +248,6 @@ def test_vs_across_groups_and_the_fate_of_a_lead():
                     ("lev_best", 1): 4.79, ("lev_best", 2): 4.84, ("lev_best", 3): 4.81})
     assert " falls within seed noise " in render.v_lead(dict(old=old, new=level), "old", "new", "lev_best", "tied")
     assert " holds " in render.v_lead(dict(old=old, new=old), "old", "new", "lev_best", "tied")
+    one = record({("tied", 1): 5.0, ("lev_best", 1): 5.05})
+    assert " changes its sign (too few seed pairs to say more) " in render.v_lead(dict(old=old, new=one), "old",
+                                                                                  "new", "lev_best", "tied")
