@@ -592,6 +592,25 @@ def b_fair(recs, name, *pairs) -> str:
     return md_table(["each at its best multiplier"] + GAP_HEAD + [f"zero-shot ({d})" for d in zero], rows)
 
 
+def b_fair_seen(recs, name, *pairs) -> str:
+    """b_fair's pairs (each arm at its best multiplier) in the seen-count buckets (how many times the run saw the
+    target in training): per bucket, the mean change over seed pairs, its interval over seeds from 3 pairs, and in how
+    many pairs the first arm is behind."""
+    r = recs[name]
+    B = r["buckets"]["seen"]
+    best = [tuple(R.best_mult(r, x) for x in pair.split("-")) for pair in pairs]
+    shares = B["shares"] if isinstance(B["shares"], list) else B["shares"].get(best[0][1], next(iter(B["shares"].values())))
+    rows = []
+    for i, bucket in enumerate(B["names"]):
+        row = [bucket, f"{shares[i]:.1%}"]
+        for a, b in best:
+            g = R.gap(r, a, r, b, key=f"seen:{bucket}")
+            row.append("-" if g is None else f"{pc(g['mean'])}{' ' + interval(g['ci']) if g['ci'] else ''} ({behind(g)})")
+        rows.append(row)
+    return md_table(["times the run saw the target", "share of targets"] +
+                    [f"{a} vs {b}: [mean]({LEGEND}) [95% over seeds] (behind in)" for a, b in best], rows)
+
+
 def b_near_unseen(recs, name, dataset="default", *only) -> str:
     """Per arm (mean over its seeds): the share of a dataset's positions whose input the run never consumed in
     training, the loss there and at the 1-8 positions after it, each minus the loss at the rest (nats), and the rest's
@@ -725,7 +744,7 @@ def b_findings(recs, form="full") -> str:
 BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, efficiency=b_efficiency,
               downstream=b_downstream, protocol=b_protocol, compare=b_compare, rates=b_rates, at_best=b_at_best,
               trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline, sweep=b_sweep, ablation=b_ablation,
-              mults=b_mults, fair=b_fair, findings=b_findings, near_unseen=b_near_unseen,
+              mults=b_mults, fair=b_fair, fair_seen=b_fair_seen, findings=b_findings, near_unseen=b_near_unseen,
               unseen=b_unseen)
 
 

@@ -251,3 +251,18 @@ def test_vs_across_groups_and_the_fate_of_a_lead():
     one = record({("tied", 1): 5.0, ("lev_best", 1): 5.05})
     assert " changes its sign (too few seed pairs to say more) " in render.v_lead(dict(old=old, new=one), "old",
                                                                                   "new", "lev_best", "tied")
+
+
+def test_fair_pairs_in_the_seen_buckets():
+    """b_fair_seen pairs each arm at its best multiplier by seed inside every seen-count bucket (the buckets' own
+    losses), with an interval over seeds only from 3 pairs."""
+    rec = record({("tied", 1): 5.0, ("tied_x5", 1): 4.8, ("tied_x5", 2): 4.8, ("lev", 1): 4.9, ("lev", 2): 4.9},
+                 seen={("tied", 1): [9.0, 8.0, 6.0, 4.0], ("tied_x5", 1): [8.0, 7.0, 6.0, 4.0],
+                       ("tied_x5", 2): [8.2, 7.0, 6.0, 4.0], ("lev", 1): [7.0, 7.1, 6.0, 3.9],
+                       ("lev", 2): [7.4, 7.3, 6.0, 3.9]})
+    rec["buckets"]["seen"]["shares"] = dict(tied_x5=[0.1, 0.2, 0.3, 0.4])
+    rows = [r.split(" | ") for r in render.b_fair_seen(dict(g=rec), "g", "lev-tied").splitlines()[2:]]
+    assert "lev vs tied_x5" in render.b_fair_seen(dict(g=rec), "g", "lev-tied").splitlines()[0]
+    assert rows[0][:2] == ["| 0", "10.0%"] and rows[0][2] == f"{render.pc(math.expm1(-0.9))} (0 of 2) |"
+    assert rows[1][2] == f"{render.pc(math.expm1(0.2))} (2 of 2) |"
+    assert rows[3][2] == f"{render.pc(math.expm1(-0.1))} (0 of 2) |"
