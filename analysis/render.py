@@ -717,11 +717,14 @@ def findings(recs, form="full") -> str:
            f"({z['lev']['n']} seed pairs) and untied {said(z['untied'])}")
     regime = "The paper's regime (200M-1.2B parameters, billions of tokens) has not been run."
     if form == "one":
-        fair_one = "" if not f else (f"; with the body at one rate and each input map at its best rate it is "
-                                     f"{compared(g_fair, 'tied')}")
+        if f:
+            _, g1, fate = lead_fate(recs, "big_sweep", "big_fair", "lev_best", "tied")
+            fair_one = f", and with every body at one rate that comparison {fate} ({said(g1)})"
+        else:
+            fair_one = ""
         text = (f"LEV with its default settings is {' or '.join(words)} an embedding table at the scales a CPU trains; "
-                f"the sweep's best LEV is {verdict(vs['tied'])} tied at one body in domain ({pc(vs['tied']['mean'])}, "
-                f"each arm at its own rate){fair_one}, and {verdict(z['lev_best'])} it out of domain "
+                f"at 8 x 512 the sweep's best LEV is {verdict(vs['tied'])} tied in domain with each arm at its own "
+                f"rate ({pc(vs['tied']['mean'])}){fair_one}; out of domain it is {verdict(z['lev_best'])} tied "
                 f"({pc(z['lev_best']['mean'])}).")
     elif form == "short":
         text = " ".join([f"With its default settings LEV is {' or '.join(words)} a table in the comparisons above.",
@@ -799,10 +802,10 @@ def v_vs(recs, name, a, b):
     return f"{a} is {compared(g, arm_b + (f' ({gb})' if gb else ''))}"
 
 
-def v_lead(recs, old, new, a, b):
-    """What becomes of a's lead over b (or deficit to it) in group `old`, each arm at its own rate, in group `new`,
-    every body at one rate and each input map at its best multiplier: "holds", "falls within seed noise" or
-    "reverses", with both comparisons."""
+def lead_fate(recs, old, new, a, b) -> tuple:
+    """a against b in group `old` (each arm at its own rate) and in group `new` (every body at one rate, each input
+    map at its best multiplier), paired by seed, and what became of the first: "holds", "falls within seed noise",
+    "reverses", "is no longer within seed noise"; below 3 seed pairs in `new`, only whether it keeps its sign."""
     g0 = R.gap(recs[old], a, recs[old], b)
     r = recs[new]
     g1 = R.gap(r, R.best_mult(r, a), r, R.best_mult(r, b))
@@ -812,7 +815,14 @@ def v_lead(recs, old, new, a, b):
     else:
         fate = ("holds" if w1 == w0 else "falls within seed noise" if w1 == "level with" else
                 "is no longer within seed noise" if w0 == "level with" else "reverses")
-    what = "position against" if w0 == "level with" else "lead over" if g0["mean"] < 0 else "deficit to"
+    return g0, g1, fate
+
+
+def v_lead(recs, old, new, a, b):
+    """What becomes of a's lead over b (or deficit to it) with each arm at its own rate (group `old`) once every body
+    trains at one rate (group `new`): lead_fate's word, with both comparisons."""
+    g0, _, fate = lead_fate(recs, old, new, a, b)
+    what = "position against" if verdict(g0) == "level with" else "lead over" if g0["mean"] < 0 else "deficit to"
     return (f"{a}'s {what} {b} with each arm at its own rate ({said(g0)}, `{old}`) {fate} with every body at one rate: "
             f"{v_fair(recs, new, a, b)}")
 
