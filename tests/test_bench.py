@@ -138,3 +138,20 @@ def test_bench_cli_both_spellings_and_booleans():
     assert bench.parse_args(["--compile"]).compile is True
 
 
+
+
+def test_the_block_size_experiment_edits_only_its_two_constants(monkeypatch):
+    """benchmarks/lev_blocks.py builds the kernel from a copy with BLOCK and PB replaced: the shipped sizes give the
+    shipped source back, other sizes change exactly those two lines, and a kernel without them is refused."""
+    import os
+    from benchmarks import lev_blocks
+    from fast import native
+    with open(os.path.join(native.ROOT, "lev_kernel.cpp"), encoding="utf-8") as f:
+        shipped = f.read()
+    assert lev_blocks.kernel_source(64, 64) == shipped
+    changed = lev_blocks.kernel_source(32, 128)
+    diff = [(a, b) for a, b in zip(shipped.splitlines(), changed.splitlines()) if a != b]
+    assert len(diff) == 2 and "BLOCK = 32;" in diff[0][1] and "PB = 128 / sizeof(T);" in diff[1][1]
+    monkeypatch.setitem(lev_blocks.PATTERNS, "block", (r"constexpr int64_t BLOCK = 99;", ""))
+    with pytest.raises(RuntimeError, match="task sizes changed"):
+        lev_blocks.kernel_source(32, 64)
