@@ -12,10 +12,13 @@ LEV's shape, in turns.
 
 Prints, per LEV and per pair of sizes, the median time of a forward + backward and its ratio to the shipped sizes
 (BLOCK 64, PB 64 bytes) within the same round (medians of paired ratios, with their quartiles). Each build compiles
-for a minute or so (cached under torch's extension folder afterwards).
+for a minute or so (cached under torch's extension folder afterwards). --record NAME writes the figures as a benchmark
+record (docs/performance/records/NAME.json, analysis/perf_records.py), whose `constants` entries the performance
+page's table of tuned constants shows.
 """
 import os
 import re
+import sys
 import statistics
 import tempfile
 import zlib
@@ -23,6 +26,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from analysis import perf_records as P
 from benchmarks.timing import paired, paired_iqr, round_robin, say, zipf_ids
 from fast import native
 from fast.lev_fast import log_group
@@ -42,6 +46,7 @@ class BlocksConfig:
     tokens: int = 2048            # the batch's ids before de-duplication (big preset: 4 x 512)
     dtype: str = "float32"        # the kernel's number format (train.py --fast runs LEV in float32)
     reps: int = 7                 # timed rounds after one warm-up round
+    record: str = ""              # write a benchmark record docs/performance/records/<record>.json ("" = none)
 
 
 def kernel_source(block: int, pb_bytes: int) -> str:
@@ -88,6 +93,8 @@ def step(ext, cfg: LEVConfig, u, delta, grad_M):
 def main(argv=None) -> dict:
     c = parse(BlocksConfig, argv, description=__doc__, choices=dict(dtype=("float32", "float64")),
               checks=dict(tokens=checked(int, 1), reps=checked(int, 1)))
+    if c.record:
+        P.check_new(c.record)                                    # before minutes of builds, not after them
     if any(b < 1 for b in c.blocks) or any(p < 8 or p % 8 for p in c.pb_bytes):
         raise SystemExit("--blocks must be positive and --pb-bytes multiples of 8 (whole float64 values); "
                          f"got {c.blocks} and {c.pb_bytes}.")
@@ -97,7 +104,7 @@ def main(argv=None) -> dict:
     with tempfile.TemporaryDirectory() as folder:
         exts = {s: build(*s, folder) for s in sizes}
     ref = tuple(SHIPPED.values())
-    out = {}
+    out = dict(config=dict(tokens=c.tokens, dtype=c.dtype, reps=c.reps, threads=torch.get_num_threads()), shapes={})
     print(f"lev_kernel.cpp's steps 4-6, forward + backward, {c.dtype}, {torch.get_num_threads()} threads, "
           f"{c.tokens} batch ids; ratios to BLOCK {ref[0]}, PB {ref[1]} bytes in the same round")
     for name, over in SHAPES.items():
@@ -111,14 +118,40 @@ def main(argv=None) -> dict:
                     raise RuntimeError(f"BLOCK {s[0]}, PB {s[1]} bytes gives another result than the shipped sizes.")
         fns = {s: (lambda ext=ext: step(ext, cfg, *args)) for s, ext in exts.items()}
         times = round_robin(fns, c.reps, 1, "cpu", name)
-        print(f"\n{name}: {args[0].shape[0]} distinct ids, h = {cfg.heads}, d_s = {cfg.d_seed}, kappa = {cfg.kappa}, "
+        shape = out["shapes"][name] = dict(ids=args[0].shape[0], heads=cfg.heads, d_seed=cfg.d_seed, kappa=cfg.kappa,
+                                           rank=cfg.rank, sizes={})
+        print(f"\n{name}: {shape['ids']} distinct ids, h = {cfg.heads}, d_s = {cfg.d_seed}, kappa = {cfg.kappa}, "
               f"r = {cfg.rank}")
         print(f"{'BLOCK':>6} {'PB bytes':>9} {'ms':>8} {'vs shipped':>11} {'quartiles':>15}")
         for s in sizes:
             ms, ratio, iqr = 1e3 * statistics.median(times[s]), paired(times, ref, s), paired_iqr(times, ref, s)
-            out[name, s] = dict(ms=ms, ratio=ratio, iqr=iqr)
+            shape["sizes"][f"{s[0]}_{s[1]}"] = dict(ms=ms, ratio=ratio, iqr=iqr, times_ms=[1e3 * t for t in times[s]])
             print(f"{s[0]:>6} {s[1]:>9} {ms:>8.2f} {ratio:>10.3f}x   [{iqr[0]:.3f}, {iqr[1]:.3f}]")
+    if c.record:
+        print(f"record: {P.save(record(c, out, sizes, argv))}")
     return out
+
+
+def record(c: BlocksConfig, out: dict, sizes: list, argv) -> dict:
+    """The run as a benchmark record: the figures under bench/lev_blocks, and a constants entry for each of the two
+    sizes with each LEV's ratio to the shipped sizes at every value tried."""
+    rec = P.make(c.record, P.command_line("-m benchmarks.lev_blocks", sys.argv[1:] if argv is None else argv),
+                 "bench", dict(lev_blocks=out), c.dtype,
+                 title="lev_kernel.cpp's task sizes (BLOCK, PB) for today's LEV and lev_best, steps 4-6 forward + backward")
+    rec["source"] = "benchmarks.lev_blocks"
+    what = dict(block=("BLOCK = 64", "ids a forward task takes"), pb_bytes=("PB = 64 / sizeof(T)",
+                                                                           "seed dimensions a backward task takes (bytes)"))
+    rec["constants"] = []
+    for i, key in enumerate(("block", "pb_bytes")):
+        tried = [s for s in sizes if all(s[j] == SHIPPED[k] for j, k in enumerate(SHIPPED) if j != i)]
+        figures = {f"{name.split(' ')[0]}, {s[i]}": f"@bench/lev_blocks/shapes/{name}/sizes/{s[0]}_{s[1]}/ratio"
+                   for name in out["shapes"] for s in tried}
+        rec["constants"].append(dict(constant=what[key][0], file="fast/lev_kernel.cpp", figures=figures, measured=(
+            f"{what[key][1]}: steps 4-6 forward + backward on the distinct ids of {c.tokens} Zipf ids, {c.dtype}, "
+            f"time against the shipped sizes in the same round (median of {c.reps} paired ratios), for lev (8 heads, "
+            f"k = 3) and lev_best (32 heads, k = 2)")))
+    P.check(rec)
+    return rec
 
 
 if __name__ == "__main__":
