@@ -241,9 +241,15 @@ def b_protocol(recs, *names) -> str:
     return md_table(head, rows)
 
 
+def at(rec: dict, arm: str) -> str:
+    """An arm as a block names it: "ARM", or "BASE@best", the arm of BASE at its best input-map multiplier
+    (R.best_mult), which moves as runs are added."""
+    return R.best_mult(rec, arm[:-5]) if arm.endswith("@best") else arm
+
+
 def b_compare(recs, *specs) -> str:
-    """Comparisons across or within groups, each "GROUP:ARM/GROUP:ARM[:label]": the first against the second, paired by
-    seed."""
+    """Comparisons across or within groups, each "GROUP:ARM/GROUP:ARM[=label]": the first against the second, paired by
+    seed (an ARM may be "BASE@best", at)."""
     rows = []
     for spec in specs:
         label = None
@@ -252,6 +258,7 @@ def b_compare(recs, *specs) -> str:
         a, b = spec.split("/")
         ga, arm_a = a.split(":")
         gb, arm_b = b.split(":")
+        arm_a, arm_b = at(recs[ga], arm_a), at(recs[gb], arm_b)
         g = R.gap(recs[ga], arm_a, recs[gb], arm_b)
         win = R.pooled(recs[ga], arm_a, base=arm_b) if ga == gb else None
         rows.append([label or f"{arm_a} vs {arm_b}", f"{ga}" + ("" if gb == ga else f" / {gb}")]
@@ -796,8 +803,9 @@ def compared(g, b) -> str:
 def v_vs(recs, name, a, b):
     """Two arms as they are named, compared by seed: "lev_best_shuffled is behind lev_best in 1 of 1 seed pair (+0.4%;
     too few ...)" below 3 pairs, else the verdict and interval. b is an arm of the same group, or "GROUP:ARM" of
-    another (then named "ARM (GROUP)")."""
+    another (then named "ARM (GROUP)"); either may be "BASE@best" (at)."""
     gb, _, arm_b = b.rpartition(":")
+    a, arm_b = at(recs[name], a), at(recs[gb or name], arm_b)
     g = R.gap(recs[name], a, recs[gb or name], arm_b)
     return f"{a} is {compared(g, arm_b + (f' ({gb})' if gb else ''))}"
 

@@ -266,3 +266,15 @@ def test_fair_pairs_in_the_seen_buckets():
     assert rows[0][:2] == ["| 0", "10.0%"] and rows[0][2] == f"{render.pc(math.expm1(-0.9))} (0 of 2) |"
     assert rows[1][2] == f"{render.pc(math.expm1(0.2))} (2 of 2) |"
     assert rows[3][2] == f"{render.pc(math.expm1(-0.1))} (0 of 2) |"
+
+
+def test_an_arm_at_its_best_multiplier_by_name():
+    """"BASE@best" in a compare block or a vs value is the arm of BASE at its best multiplier, so the text follows the
+    record as runs are added."""
+    g = record({("untied", 1): 5.0, ("untied_x8", 1): 4.9, ("untied_x13", 1): 4.85, ("untied_x13", 2): 4.86})
+    other = record({("untied_x0.6", 1): 4.95, ("untied_x0.6", 2): 4.90})
+    recs = dict(g=g, o=other)
+    assert render.at(g, "untied@best") == "untied_x13" and render.at(g, "untied_x8") == "untied_x8"
+    assert render.v_vs(recs, "o", "untied_x0.6", "g:untied@best").startswith("untied_x0.6 is behind untied_x13 (g) in 2 of 2")
+    row = render.b_compare(recs, "o:untied_x0.6/g:untied@best").splitlines()[2]
+    assert row.startswith("| untied_x0.6 vs untied_x13 | o / g | +10.5 / +4.1 |")
