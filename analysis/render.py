@@ -734,6 +734,11 @@ def findings(recs, form="full") -> str:
                 f"rate ({pc(vs['tied']['mean'])}){fair_one}; out of domain it is {verdict(z['lev_best'])} tied "
                 f"({pc(z['lev_best']['mean'])}).")
     elif form == "short":
+        if f:                                  # one story: the comparison at each arm's own rate, then what became of it
+            fates = [lead_fate(recs, "big_sweep", "big_fair", "lev_best", b)[2] for b in ("tied", "untied")]
+            fair = (f"With every body at one rate ({lr_text(f['setting']['lr'])}) and each input map at its best rate "
+                    f"multiplier (group `big_fair`) the first {fates[0]} and the second {fates[1]}: "
+                    f"{v_fair(recs, 'big_fair', 'lev_best', 'tied')}, and {fair_compared(f, 'lev_best', 'untied')}.")
         text = " ".join([f"With its default settings LEV is {' or '.join(words)} a table in the comparisons above.",
                          f"At 8 x 512 the sweep's best LEV is {verdict(vs['tied'])} tied ({said(vs['tied'])}) and "
                          f"{verdict(vs['untied'])} untied ({said(vs['untied'])}) in domain, each arm at its own learning "
