@@ -737,7 +737,8 @@ def findings(recs, form="full") -> str:
         if f:                                  # one story: the comparison at each arm's own rate, then what became of it
             fates = [lead_fate(recs, "big_sweep", "big_fair", "lev_best", b)[2] for b in ("tied", "untied")]
             fair = (f"With every body at one rate ({lr_text(f['setting']['lr'])}) and each input map at its best rate "
-                    f"multiplier (group `big_fair`) the first {fates[0]} and the second {fates[1]}: "
+                    f"multiplier (group `big_fair`) the first {fates[0]}, and "
+                    f"{'so does the second' if fates[1] == fates[0] else f'the second {fates[1]}'}: "
                     f"{v_fair(recs, 'big_fair', 'lev_best', 'tied')}, and {fair_compared(f, 'lev_best', 'untied')}.")
         text = " ".join([f"With its default settings LEV is {' or '.join(words)} a table in the comparisons above.",
                          f"At 8 x 512 the sweep's best LEV is {verdict(vs['tied'])} tied ({said(vs['tied'])}) and "
