@@ -344,6 +344,10 @@ def headline(r: dict) -> str:
     for size, arms in (get(r, "gpu/bench") or {}).items():
         if isinstance(arms, dict):
             out.append(f"{size}: tied {ms(arms['tied']['step_ms'])} ms, lev / tied {num(arms['lev'].get('vs_tied'), 2)}")
+    for name, shape in (get(r, "bench/lev_blocks/shapes") or {}).items():        # benchmarks/lev_blocks.py
+        size, best = min(shape["sizes"].items(), key=lambda kv: kv[1]["ratio"])
+        block, pb = size.split("_")
+        out.append(f"{name.split(' ')[0]}: fastest at BLOCK {block}, PB {pb} bytes, {num(best['ratio'])}x the shipped sizes")
     if get(r, "gpu/tune"):
         best = {v: x["vs_default"] for v, x in get(r, "gpu/tune").items() if x.get("vs_default") not in (None, 1)}
         out.append("tune: " + ", ".join(f"{v} {num(x)}" for v, x in best.items()))

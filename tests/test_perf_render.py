@@ -173,3 +173,14 @@ def test_gpu_check_writes_the_numbers_of_its_timing_checks(tmp_path, monkeypatch
         gpu_check.gpu_record(dict(report, checks=report["checks"][2:]), "g", [])
     with pytest.raises(SystemExit):
         gpu_check.main(["--dry-run", "--record", "x"])
+
+
+def test_the_history_line_of_a_block_size_record_names_the_fastest_sizes():
+    """A benchmarks/lev_blocks.py record says, per LEV, the sizes with the lowest ratio to the shipped ones."""
+    shape = lambda ratios: dict(sizes={k: dict(ratio=v) for k, v in ratios.items()})
+    r = dict(dtype="float32", bench=dict(lev_blocks=dict(shapes={
+        "lev (8 heads, k = 3)": shape({"64_64": 1.0, "128_64": 0.95, "16_64": 1.3}),
+        "lev_best (32 heads, k = 2)": shape({"64_64": 1.0, "64_128": 1.02})})))
+    line = perf_render.headline(r)
+    assert "lev: fastest at BLOCK 128, PB 64 bytes, 0.95x the shipped sizes" in line
+    assert "lev_best: fastest at BLOCK 64, PB 64 bytes, 1x the shipped sizes" in line
