@@ -129,6 +129,12 @@ def b_arms(recs, name, base=None, *only) -> str:
     return md_table(head, rows)
 
 
+def bucket_shares(B: dict, arm: str) -> list:
+    """A bucket view's share of positions per bucket: one list for every run (frequency buckets), or, where each arm
+    has its own (seen-count buckets), arm's, else the first arm's."""
+    return B["shares"] if isinstance(B["shares"], list) else B["shares"].get(arm, next(iter(B["shares"].values())))
+
+
 def b_buckets(recs, name, view, base=None, *only) -> str:
     """Per bucket ("seen": how many times the run saw the target; "freq": its relative frequency in the training
     split): each arm's pooled change vs the baseline with the window interval; per-seed gaps where recorded."""
@@ -137,7 +143,7 @@ def b_buckets(recs, name, view, base=None, *only) -> str:
     B = r.get("buckets", {}).get(view)
     if not B:
         return f"(not recorded for {name})"
-    shares = B["shares"] if isinstance(B["shares"], list) else B["shares"].get(base, next(iter(B["shares"].values())))
+    shares = bucket_shares(B, base)
     arms = [a for a in R.arms(r) if a != base and (not only or a in only)]
     unit = "positions by input token" if r["setting"].get("strata") == "input" else "targets"   # evaluate.py --strata
     head = ["bucket", f"share of {unit}"] + [f"{a} vs {base} [[95% over windows]({LEGEND})]" for a in arms]
@@ -607,7 +613,7 @@ def b_fair_seen(recs, name, *pairs) -> str:
     r = recs[name]
     B = r["buckets"]["seen"]
     best = [tuple(R.best_mult(r, x) for x in pair.split("-")) for pair in pairs]
-    shares = B["shares"] if isinstance(B["shares"], list) else B["shares"].get(best[0][1], next(iter(B["shares"].values())))
+    shares = bucket_shares(B, best[0][1])
     rows = []
     for i, bucket in enumerate(B["names"]):
         row = [bucket, f"{shares[i]:.1%}"]
