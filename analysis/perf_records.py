@@ -77,12 +77,14 @@ def command_line(program: str, argv) -> str:
     return " ".join(["python", program, *map(shlex.quote, argv)])
 
 
-def make(name: str, command: str, section: str, result: dict, dtype: str, title: str = "", note: str = None) -> dict:
-    """A record of this run on this machine: result (bench.py's or gpu_check's numbers) under `section`."""
+def make(name: str, command: str, section: str, result: dict, dtype: str, title: str = "", note: str = None,
+         source: str = "") -> dict:
+    """A record of this run on this machine: result (bench.py's or gpu_check's numbers) under `section`; source: the
+    program that measured it ("" = bench.py, or benchmarks.gpu_check for section "gpu")."""
     import torch
     rec = dict(name=name, title=title or None, date=datetime.date.today().isoformat(), commit=commit(),
                command=command, machine=machine(), torch=torch.__version__, dtype=dtype,
-               source="benchmarks.gpu_check" if section == "gpu" else "bench.py", supersedes=[], note=note)
+               source=source or ("benchmarks.gpu_check" if section == "gpu" else "bench.py"), supersedes=[], note=note)
     rec[section] = result
     check(rec)
     return rec

@@ -98,12 +98,10 @@ def main(argv=None) -> dict:
     if any(b < 1 for b in c.blocks) or any(p < 8 or p % 8 for p in c.pb_bytes):
         raise SystemExit("--blocks must be positive and --pb-bytes multiples of 8 (whole float64 values); "
                          f"got {c.blocks} and {c.pb_bytes}.")
-    dtype = getattr(torch, c.dtype)
-    sizes = sorted({(b, SHIPPED["pb_bytes"]) for b in c.blocks} | {(SHIPPED["block"], p) for p in c.pb_bytes}
-                   | {tuple(SHIPPED.values())})
+    dtype, ref = getattr(torch, c.dtype), tuple(SHIPPED.values())
+    sizes = sorted({(b, SHIPPED["pb_bytes"]) for b in c.blocks} | {(SHIPPED["block"], p) for p in c.pb_bytes} | {ref})
     with tempfile.TemporaryDirectory() as folder:
         exts = {s: build(*s, folder) for s in sizes}
-    ref = tuple(SHIPPED.values())
     out = dict(config=dict(tokens=c.tokens, dtype=c.dtype, reps=c.reps, threads=torch.get_num_threads()), shapes={})
     print(f"lev_kernel.cpp's steps 4-6, forward + backward, {c.dtype}, {torch.get_num_threads()} threads, "
           f"{c.tokens} batch ids; ratios to BLOCK {ref[0]}, PB {ref[1]} bytes in the same round")
@@ -137,8 +135,8 @@ def record(c: BlocksConfig, out: dict, sizes: list, argv) -> dict:
     sizes with each LEV's ratio to the shipped sizes at every value tried."""
     rec = P.make(c.record, P.command_line("-m benchmarks.lev_blocks", sys.argv[1:] if argv is None else argv),
                  "bench", dict(lev_blocks=out), c.dtype,
-                 title="lev_kernel.cpp's task sizes (BLOCK, PB) for today's LEV and lev_best, steps 4-6 forward + backward")
-    rec["source"] = "benchmarks.lev_blocks"
+                 title="lev_kernel.cpp's task sizes (BLOCK, PB) for today's LEV and lev_best, steps 4-6 forward + backward",
+                 source="benchmarks.lev_blocks")
     what = dict(block=("BLOCK = 64", "ids a forward task takes"), pb_bytes=("PB = 64 / sizeof(T)",
                                                                            "seed dimensions a backward task takes (bytes)"))
     rec["constants"] = []

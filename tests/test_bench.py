@@ -168,6 +168,7 @@ def test_the_block_size_record_points_each_constant_at_its_ratios():
     c = lev_blocks.BlocksConfig(record="test_blocks", reps=3, tokens=100)
     rec = lev_blocks.record(c, out, sizes, ["--record", "test_blocks"])
     assert rec["command"] == "python -m benchmarks.lev_blocks --record test_blocks"
+    assert rec["source"] == "benchmarks.lev_blocks"
     block, pb = rec["constants"]
     assert block["constant"] == "BLOCK = 64" and set(block["figures"]) == {"lev, 16", "lev, 64", "lev_best, 16",
                                                                            "lev_best, 64"}
