@@ -26,7 +26,7 @@ of it (a setting's name + "_x<m>" adds --emb-lr-mult=<m>), in a group of its own
 
 Some of a group's runs scored another way (e.g. evaluate.py --unseen-ids), results and record <group>_<variant>:
 
-    python -m experiments.sweep evaluate --body big --group big_fair --input ... --settings tied lev \
+    python -m experiments.sweep evaluate --body big --group big_fair --input ... --settings tied lev --seeds 1 2 \
         --variant rare-mean --eval-flags="--unseen-ids=rare-mean"
 
 Settings (each one flag, or two, away from the default LEV; LEVConfig's fields are --lev-<field>):
@@ -106,7 +106,8 @@ class SweepConfig:
     action: str = "train"         # train, evaluate, or list
     input: list[str] = field(default_factory=list)  # the corpus's text files (as for experiments/reproduce.py)
     settings: list[str] = field(default_factory=list)  # which settings to train ([] = all; see SETTINGS)
-    seeds: list[int] = field(default_factory=lambda: [1])  # seeds to train them with
+    seeds: list[int] = field(default_factory=list)  # train: the seeds to train them with ([] = seed 1); evaluate
+                                  # --variant: only these seeds' runs ([] = every seed)
     body: str = "cpu"             # the body (experiments/reproduce.py's --body)
     group: str = ""               # the group's name, its folder and record ("" = <body>_sweep)
     title: str = ""               # the record's title: what the group is ("" = said from the body and the rates)
@@ -211,7 +212,7 @@ def main(argv=None):
         if sc.auto:
             names = ["tied", "untied", "lev"] + changed(os.path.join(group_dir(sc), "eval.json"))
         todo = []
-        for seed in sc.seeds:
+        for seed in sc.seeds or [1]:
             for name in names:
                 out_dir = os.path.join(runs_dir, f"{name}_s{seed}")
                 if reproduce.finished(out_dir, steps):
@@ -221,13 +222,17 @@ def main(argv=None):
                                        f"--seed={seed}", *common, f"--out-dir={out_dir}", *resume]))
         reproduce.train_all(todo, dry=sc.dry_run, timing_path=os.path.join(group_dir(sc), "timing.json"))
         return
-    runs = sorted((os.path.join(runs_dir, d) for d in os.listdir(runs_dir)
-                   if reproduce.finished(os.path.join(runs_dir, d), steps)
-                   and (not sc.settings or records.arm_of(d)[0] in sc.settings)),
-                  key=lambda d: run_order(os.path.basename(d)))
     if sc.eval_flags and not sc.variant:
         sys.exit("error: --eval-flags changes how the runs are scored, so its results need a name of their own: "
                  "add --variant NAME (its record is <group>_NAME; the group's own record stays as it is).")
+    if sc.seeds and not sc.variant:
+        sys.exit("error: evaluate --seeds picks the runs of a --variant; the group's own record scores every finished "
+                 "run, so drop --seeds (or add --variant NAME to score only those seeds under a name of their own).")
+    runs = sorted((os.path.join(runs_dir, d) for d in os.listdir(runs_dir)
+                   if reproduce.finished(os.path.join(runs_dir, d), steps)
+                   and (not sc.settings or records.arm_of(d)[0] in sc.settings)
+                   and (not sc.seeds or records.arm_of(d)[1] in sc.seeds)),
+                  key=lambda d: run_order(os.path.basename(d)))
     results = group_dir(sc) + (f"_{sc.variant}" if sc.variant else "")
     cmd = [sys.executable, "evaluate.py", "--runs", *runs, "--dataset", dataset, *zero_shot, "--data-root",
            sc.data_root, "--max-windows", "1024", "--json", os.path.join(results, "eval.json"),
@@ -284,7 +289,8 @@ def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> s
              for i, (ss, names) in enumerate(by_seeds.items())]
     zero = f" --zero-shot {' '.join(sc.zero_shot)}" if sc.zero_shot != ["default"] else ""
     if sc.variant:                                      # the runs' own commands are in the group's record
-        only = f" --settings {' '.join(sc.settings)}" if sc.settings else ""
+        only = (f" --settings {' '.join(sc.settings)}" if sc.settings else "") + \
+               (f" --seeds {' '.join(map(str, sc.seeds))}" if sc.seeds else "")
         return (f"python -m experiments.sweep evaluate --body {sc.body}{group} --input ...{zero}{only} "
                 f"--variant {sc.variant} --eval-flags='{sc.eval_flags}'")
     return "; ".join(train + [f"python -m experiments.sweep evaluate --body {sc.body}{group} --input ...{zero}"])

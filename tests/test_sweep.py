@@ -177,8 +177,9 @@ def test_a_longer_group_passes_its_steps_and_train_flags_on(tmp_path, capsys):
 
 
 def test_a_variant_scores_the_chosen_runs_again_under_its_own_name(tmp_path, capsys):
-    """--variant with --eval-flags: only the --settings' finished runs, the flags passed to evaluate.py, the results
-    (and so the record's name) in <group>_<variant>; flags without a name of their own are refused."""
+    """--variant with --eval-flags: only the --settings' (and --seeds') finished runs, the flags passed to evaluate.py,
+    the results (and so the record's name) in <group>_<variant>; flags or seeds without a name of their own are
+    refused."""
     runs = tmp_path / "text" / "big_fair" / "runs"
     for name in ("tied_s1", "tied_x3_s1", "lev_best_s1", "lev_s1"):
         (runs / name).mkdir(parents=True)
@@ -192,11 +193,20 @@ def test_a_variant_scores_the_chosen_runs_again_under_its_own_name(tmp_path, cap
     assert f"{tmp_path}/text/big_fair_rare-mean/eval.json" in line
     with pytest.raises(SystemExit, match="add --variant NAME"):
         sweep.main(args + ["--eval-flags=--unseen-ids=noise"])
+    with pytest.raises(SystemExit, match="drop --seeds"):               # the group's own record scores every run
+        sweep.main(args + ["--seeds", "1"])
+    (runs / "tied_s2").mkdir()
+    (runs / "tied_s2" / "log.jsonl").write_text(json.dumps(dict(event="eval", step=500)) + "\n")
+    sweep.main(args + ["--seeds", "2", "--variant", "noise", "--eval-flags=--unseen-ids=noise"])
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if " evaluate.py " in ln]
+    assert f"--runs {runs}/tied_s2 --dataset" in line                   # seed 2's runs of the settings, no other
     sc = sweep.SweepConfig(body="big", group="big_fair", input=["a.txt"], settings=["tied"], variant="noise",
                            eval_flags="--unseen-ids=noise")
     assert sweep.record_command(sc, dict(tied=6e-4), False, ["r/tied_s1"]) == (
         "python -m experiments.sweep evaluate --body big --group big_fair --input ... --settings tied --variant noise "
         "--eval-flags='--unseen-ids=noise'")
+    sc.seeds = [1, 2]
+    assert "--settings tied --seeds 1 2 --variant noise" in sweep.record_command(sc, dict(tied=6e-4), False, [])
 
 
 def test_where_the_best_multiplier_lies_and_the_fair_sentence():
