@@ -651,9 +651,10 @@ UNSEEN_OPTIONS = ("rare-mean", "noise")    # evaluate.py --unseen-ids; their rec
 def b_unseen(recs, name, *only) -> str:
     """evaluate.py --unseen-ids per arm and dataset: the perplexity as trained (record name, option keep) and the mean
     change (behind in: seed pairs where it is worse) with the never-consumed ids' input vectors replaced (records
-    name_rare-mean, name_noise, the same runs scored again), paired by seed."""
+    name_rare-mean, name_noise, the same runs scored again), paired by seed. only: arms, or "BASE@best" (at)."""
     r, variants = recs[name], [(o, recs.get(f"{name}_{o}")) for o in UNSEEN_OPTIONS]
     keys = ["loss"] + [f"zero_shot:{d}" for d in sorted({d for run in r["runs"].values() for d in run["zero_shot"]})]
+    only = [at(r, a) for a in only]                                       # "tied@best": tied at its best multiplier
     rows = []
     for arm in [a for a in R.arms(r) if not only or a in only]:
         for key in keys:
@@ -848,6 +849,21 @@ def v_lead(recs, old, new, a, b):
             f"{v_fair(recs, new, a, b)}")
 
 
+def v_unseen(recs, name, option, a, b, dataset="default"):
+    """What evaluate.py --unseen-ids=<option> (record <name>_<option>: the same runs scored again, both arms alike)
+    does to a's zero-shot change against b, paired by the option's seeds, and the share of the gap in nats it closes.
+    a and b may be "BASE@best" (at)."""
+    r, v = recs[name], recs[f"{name}_{option}"]
+    a, b = at(r, a), at(r, b)
+    key = f"zero_shot:{dataset}"
+    g1 = R.gap(v, a, v, b, key)
+    g0 = R.gap(r, a, r, b, key, seeds=g1["seeds"])
+    closed = 1 - g1["dloss"] / g0["dloss"]
+    what = (f"closes {closed:.0%} of the gap" if closed >= 0 else f"widens the gap by {-closed:.0%}") + " in nats"
+    return (f"{a} vs {b} on {dataset}: {pc(g0['mean'])} as trained, {pc(g1['mean'])} with {option} "
+            f"({g1['n']} seed pair{'s' * (g1['n'] != 1)}; {option} {what})")
+
+
 def v_mult_best(recs, name, base):
     """Where an arm's best input-map multiplier lies among those its group tried: "x5, the largest tried (x1-x5)"."""
     r = recs[name]
@@ -926,7 +942,8 @@ def v_budget(recs, name):
 
 VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket,
               bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
-              spread=v_spread, means=v_means, sharing=v_sharing, fair=v_fair, mult_best=v_mult_best, vs=v_vs, lead=v_lead)
+              spread=v_spread, means=v_means, sharing=v_sharing, fair=v_fair, mult_best=v_mult_best, vs=v_vs, lead=v_lead,
+              unseen=v_unseen)
 
 # docs/performance.md and the README's performance lines: blocks and values from the benchmark records
 from analysis import perf_render  # noqa: E402 (here, so that the performance page joins the tables in one place)
@@ -1028,7 +1045,7 @@ def norms_figure(recs, name, path, seed=1):
             ax.add_patch(plt.Rectangle((x - 0.1, q[1]), 0.2, q[3] - q[1], color=color, alpha=0.5,
                                        label=side.replace("_", " ") if i == 0 else None))
             ax.plot([x - 0.1, x + 0.1], [q[2], q[2]], color="k", lw=1)
-    ax.set_xticks(range(len(runs)), [x["arm"] for x in runs], fontsize=7, rotation=30)
+    ax.set_xticks(range(len(runs)), [x["arm"] for x in runs], fontsize=7, rotation=30, ha="right")
     ax.set(yscale="log", ylabel="input vector norm", title=f"{name}: input vectors of ids never consumed vs consumed "
            f"(seed {seed})")
     ax.legend(frameon=False, fontsize=7)

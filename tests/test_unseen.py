@@ -92,3 +92,26 @@ def test_the_options_table_pairs_each_variant_with_the_runs_as_trained_by_seed()
     assert rows[2][3:] == [f"{math.exp(5.1):.1f}", f"{100 * math.expm1(-0.1):+.2f}% (0 of 1)",
                            f"{100 * math.expm1(0.2):+.2f}% (1 of 1) |"]
     assert render.b_unseen({"g": base}, "g").splitlines()[2].endswith("| - | - |")   # no variant yet
+
+
+def test_what_an_option_does_to_a_zero_shot_gap_by_hand():
+    """render's `unseen` value: a's zero-shot change against b as trained (on the option's seeds) and with the option,
+    and the share of the gap in nats the option closes (or by how much it widens it)."""
+    from analysis import render
+
+    def rec(losses):
+        return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={"default": l})
+                          for (a, s), l in losses.items()})
+    base = rec({("tied", 1): 5.0, ("tied_x5", 1): 4.9, ("tied_x5", 2): 4.9, ("tied_x5", 3): 4.0,
+                ("lev", 1): 5.5, ("lev", 2): 5.7, ("lev", 3): 9.0})
+    recs = {"g": base, "g_rare-mean": rec({("tied_x5", 1): 4.8, ("tied_x5", 2): 4.8, ("lev", 1): 5.0, ("lev", 2): 5.2}),
+            "g_noise": rec({("tied_x5", 1): 4.8, ("lev", 1): 5.8})}
+    pc = lambda d: render.pc(math.expm1(d))
+    assert render.v_unseen(recs, "g", "rare-mean", "lev", "tied@best") == (
+        f"lev vs tied_x5 on default: {pc(0.7)} as trained, {pc(0.3)} with rare-mean (2 seed pairs; rare-mean closes "
+        "57% of the gap in nats)")                                       # seed 3 is not among the option's seeds
+    assert render.v_unseen(recs, "g", "noise", "lev", "tied_x5").endswith(
+        f"{pc(1.0)} with noise (1 seed pair; noise widens the gap by 67% in nats)")
+    rows = render.b_unseen(recs, "g", "tied@best", "lev").splitlines()[2:]
+    assert [r.split(" | ")[0] for r in rows] == ["| tied_x5", "| tied_x5", "| lev", "| lev"]
+
