@@ -21,13 +21,14 @@ printouts committed before records existed. Its fields:
     arm_flags          the train.py flags that make each arm, where the group's command does not show them
     runs               per run ("<arm>_s<seed>"): arm, seed, emb, loss (validation, the fixed windows), zero_shot
                        {dataset: loss}, final_val_loss and tokens_to_baseline (its log.jsonl), curve [[tokens],
-                       [val losses]] (where kept), seen/freq [per-bucket loss] and params {input, output, body,
-                       total} (where recorded)
+                       [val losses]] (where kept), seen/freq [per-bucket loss], seen_<dataset> [per-bucket loss
+                       on a zero-shot set] and params {input, output, body, total} (where recorded)
     pooled             {baseline arm: {view: {arm: ...}}}: evaluate.py's pooled comparison of each arm with a baseline
-                       per view ("val", "zero_shot:<dataset>"; per bucket: "seen", "freq"): change and its 95% interval
+                       per view ("val", "zero_shot:<dataset>"; per bucket: "seen", "freq", "seen_<dataset>"): change
+                       and its 95% interval
                        from resampling validation windows, given these trained models (it leaves out the
                        seed-to-seed variance)
-    buckets            per bucket view: the buckets' names and the targets' shares
+    buckets            per bucket view: the buckets' names and the targets' (or inputs', strata) shares
 
 The statistics here are the ones the docs use. A gap between two arms is the change of validation perplexity, ppl_a /
 ppl_b - 1 = exp(loss_a - loss_b) - 1, paired by seed (seed s: the same batches and, from big_fair on, the same initial
@@ -87,10 +88,10 @@ def save(record: dict, root: str = RECORDS) -> str:
 # Statistics over seeds
 
 def losses(record: dict, arm: str, key: str = "loss") -> dict:
-    """{seed: loss} of an arm's runs in a record (key: "loss", "zero_shot:<dataset>", or "seen:<bucket>" /
-    "freq:<bucket>", a bucket's loss where the runs recorded it)."""
+    """{seed: loss} of an arm's runs in a record (key: "loss", "zero_shot:<dataset>", or "<view>:<bucket>" for a bucket
+    view, "seen" / "freq" / "seen_<dataset>", a bucket's loss where the runs recorded it)."""
     view, _, sub = key.partition(":")
-    i = record["buckets"][view]["names"].index(sub) if view in ("seen", "freq") else None
+    i = record["buckets"][view]["names"].index(sub) if view in record.get("buckets", {}) else None
     out = {}
     for r in record["runs"].values():
         if r["arm"] != arm:
@@ -150,7 +151,7 @@ def within_seed_noise(g: dict) -> bool:
 def pooled(record: dict, arm: str, view: str = "val", bucket=None, base=None) -> dict:
     """evaluate.py's pooled change of an arm vs a baseline arm (default: the record's), with its window-bootstrap
     interval (given these trained models): {"change", "ci"}; view "val", "zero_shot:<dataset>", or a bucket of
-    "seen" / "freq" (by name). None where not recorded."""
+    "seen" / "freq" / "seen_<dataset>" (by name). None where not recorded."""
     p = record.get("pooled", {}).get(base or record["baseline"], {}).get(view, {}).get(arm)
     if p is None or bucket is None:
         return p
@@ -266,6 +267,7 @@ def from_eval(result: dict, name: str, title: str, command: str, setting: dict, 
     home = next(d for d in result["datasets"] if not d["zero_shot"])
     others = [d for d in result["datasets"] if d["zero_shot"]]
     ds_name = lambda d: os.path.basename(os.path.normpath(d["dataset"]))
+    seen_views = [(d, "seen" if d is home else f"seen_{ds_name(d)}") for d in [home] + others if d.get("seen_buckets")]
     runs = {}
     for r in result["runs"]:
         label = r["label"]
@@ -275,8 +277,8 @@ def from_eval(result: dict, name: str, title: str, command: str, setting: dict, 
                    params=r.get("params"), freq=[b["loss"] for b in home["runs"][label]["buckets"]])
         if r.get("input_norms"):
             run["input_norms"] = r["input_norms"]          # never-consumed vs consumed ids' input vectors
-        if home.get("seen_buckets"):
-            run["seen"] = [b["loss"] for b in home["seen_buckets"]["runs"][label]["buckets"]]
+        for d, v in seen_views:
+            run[v] = [b["loss"] for b in d["seen_buckets"]["runs"][label]["buckets"]]
         near = {ds_name(d): {k: d["after_unseen"][label][k] for k in ("loss", "positions", "rest_loss", "unseen_share")}
                 for d in result["datasets"] if label in d.get("after_unseen", {})}
         if near:
@@ -296,11 +298,11 @@ def from_eval(result: dict, name: str, title: str, command: str, setting: dict, 
     view = {"val": changes(home), "freq": bucket_changes(home), **{f"zero_shot:{ds_name(d)}": changes(d) for d in others}}
     pos = home["positions"]                                                  # every run's targets: the same buckets
     buckets = {"freq": dict(names=result["bucket_names"], shares=[p / pos[-1] for p in pos[:-1]])}
-    if home.get("seen_buckets"):
-        S = home["seen_buckets"]
-        view["seen"] = bucket_changes(S)
-        buckets["seen"] = dict(names=S["names"], shares={group_arm[g]: [b["positions"] / e["positions"] for b in
-                                                                         e["buckets"]] for g, e in S["groups"].items()})
+    for d, v in seen_views:                              # "seen" in domain, "seen_<dataset>" on a zero-shot set
+        S = d["seen_buckets"]
+        view[v] = bucket_changes(S)
+        buckets[v] = dict(names=S["names"], shares={group_arm[g]: [b["positions"] / e["positions"] for b in
+                                                                    e["buckets"]] for g, e in S["groups"].items()})
     tokens = setting.get("tokens")
     setting = dict(setting, strata=result.get("strata", "target"), train_split_tokens=result["train_tokens"],
                    **({"unseen_ids": result["unseen_ids"]} if result.get("unseen_ids", "keep") != "keep" else {}),

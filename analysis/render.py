@@ -610,18 +610,31 @@ def b_fair_seen(recs, name, *pairs) -> str:
     """b_fair's pairs (each arm at its best multiplier) in the seen-count buckets (how many times the run saw the
     target in training): per bucket, the mean change over seed pairs, its interval over seeds from 3 pairs, and in how
     many pairs the first arm is behind."""
-    r = recs[name]
-    B = r["buckets"]["seen"]
+    return seen_pairs(recs[name], "seen", pairs)
+
+
+def b_zero_seen(recs, name, dataset, *pairs) -> str:
+    """b_fair_seen on a zero-shot set (the record's view "seen_<dataset>"; by the input token where the group was
+    scored with evaluate.py --strata input)."""
+    return seen_pairs(recs[name], f"seen_{dataset}", pairs)
+
+
+def seen_pairs(r, view, pairs) -> str:
+    """Pairs "a-b" (each arm at its best multiplier) per bucket of a seen-count view, paired by seed."""
+    B = r["buckets"].get(view)
+    if not B:
+        return f"(not recorded for {r.get('name', 'this group')})"
     best = [tuple(R.best_mult(r, x) for x in pair.split("-")) for pair in pairs]
     shares = bucket_shares(B, best[0][1])
+    token = "input" if r.get("setting", {}).get("strata") == "input" else "target"
     rows = []
     for i, bucket in enumerate(B["names"]):
         row = [bucket, f"{shares[i]:.1%}"]
         for a, b in best:
-            g = R.gap(r, a, r, b, key=f"seen:{bucket}")
+            g = R.gap(r, a, r, b, key=f"{view}:{bucket}")
             row.append("-" if g is None else f"{pc(g['mean'])}{' ' + interval(g['ci']) if g['ci'] else ''} ({behind(g)})")
         rows.append(row)
-    return md_table(["times the run saw the target", "share of targets"] +
+    return md_table([f"times the run saw the {token}", f"share of {token}s"] +
                     [f"{a} vs {b}: [mean]({LEGEND}) [95% over seeds] (behind in)" for a, b in best], rows)
 
 
@@ -768,7 +781,7 @@ def b_findings(recs, form="full") -> str:
 BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, efficiency=b_efficiency,
               downstream=b_downstream, protocol=b_protocol, compare=b_compare, rates=b_rates, at_best=b_at_best,
               trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline, sweep=b_sweep, ablation=b_ablation,
-              mults=b_mults, fair=b_fair, fair_seen=b_fair_seen, findings=b_findings, near_unseen=b_near_unseen,
+              mults=b_mults, fair=b_fair, fair_seen=b_fair_seen, zero_seen=b_zero_seen, findings=b_findings, near_unseen=b_near_unseen,
               unseen=b_unseen)
 
 

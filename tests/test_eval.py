@@ -309,6 +309,17 @@ def test_end_to_end_evaluation_json_and_plots(tiny_runs, capsys):
         assert S["groups"]["tied"]["positions"] == 2 * d["windows"] * 32 and S["groups"]["tied"]["n"] == 2
         assert other["seen_buckets"]["runs"]["tied_s1"]["buckets"][0]["positions"] > 0   # upper case: never seen
     assert "how many times the run itself saw the target token" in out
+    # The record keeps the seen-count view of every dataset: "seen" in domain, "seen_<dataset>" on a zero-shot set.
+    from analysis import records
+    rec = records.from_eval(saved, "g", "t", "cmd", dict(tokens=6 * 4 * 32))
+    for view, d in (("seen", main), ("seen_other", other)):
+        names = d["seen_buckets"]["names"]
+        assert rec["buckets"][view]["names"] == names
+        by_run = {lab: [b["loss"] for b in d["seen_buckets"]["runs"][lab]["buckets"]] for lab in ("tied_s1", "lev_s1")}
+        assert rec["runs"]["lev_s1"][view] == by_run["lev_s1"]
+        j = next(j for j, v in enumerate(by_run["tied_s1"]) if v is not None)     # a bucket this run scored
+        assert records.losses(rec, "tied", f"{view}:{names[j]}")[1] == by_run["tied_s1"][j]
+        assert records.pooled(rec, "lev", view, names[0])["change"] == d["seen_buckets"]["groups"]["lev"]["buckets"][0]["rel_change"]
     assert any(h.startswith(" seen 0x") for h in table[0].split("|"))
     old = json.loads(json.dumps(saved))                                 # an eval.json written before this view
     for d in old["datasets"]:

@@ -278,6 +278,22 @@ def test_fair_pairs_in_the_seen_buckets():
     assert rows[3][2] == f"{render.pc(math.expm1(-0.1))} (0 of 2) |"
 
 
+def test_pairs_in_a_zero_shot_sets_seen_buckets_by_input_token():
+    """b_zero_seen reads the view "seen_<dataset>" (evaluate.py's buckets on a zero-shot set), pairs by seed as
+    b_fair_seen does, and names the input token where the group was scored with --strata input."""
+    rec = record({("tied_x5", 1): 4.8, ("tied_x5", 2): 4.8, ("lev", 1): 4.9, ("lev", 2): 4.9})
+    rec["buckets"]["seen_default"] = dict(names=["0", ">=1024"], shares=dict(tied_x5=[0.25, 0.75]))
+    for (arm, seed), zs in {("tied_x5", 1): [9.0, 4.0], ("tied_x5", 2): [9.0, 4.2], ("lev", 1): [9.5, 4.1],
+                            ("lev", 2): [9.1, 4.3]}.items():
+        rec["runs"][f"{arm}_s{seed}"]["seen_default"] = zs
+    rec["setting"] = dict(strata="input")
+    lines = render.b_zero_seen(dict(g=rec), "g", "default", "lev-tied").splitlines()
+    assert lines[0].startswith("| times the run saw the input | share of inputs | lev vs tied_x5")
+    assert lines[2] == f"| 0 | 25.0% | {render.pc(math.expm1(0.3))} (2 of 2) |"
+    assert lines[3] == f"| >=1024 | 75.0% | {render.pc(math.expm1(0.1))} (2 of 2) |"
+    assert render.b_zero_seen(dict(g=rec), "g", "lambada", "lev-tied") == "(not recorded for this group)"
+
+
 def test_an_arm_at_its_best_multiplier_by_name():
     """"BASE@best" in a compare block or a vs value is the arm of BASE at its best multiplier, so the text follows the
     record as runs are added."""
