@@ -169,12 +169,24 @@ def curve_means(r, arm):
     return {t: sum(v) / len(v) for t, v in sorted(out.items()) if t > 0}
 
 
+def seed_curves(r, arm) -> dict:
+    """{seed: {tokens: val loss}} of an arm's runs that kept a curve."""
+    return {run["seed"]: dict(zip(*run["curve"])) for run in r["runs"].values() if run["arm"] == arm and run.get("curve")}
+
+
 def curve_gap(r, arm, base, tokens):
     """The per-seed loss differences (nats) of arm vs base at an eval's tokens."""
-    curves = lambda a: {run["seed"]: dict(zip(*run["curve"])) for run in r["runs"].values()
-                        if run["arm"] == a and run.get("curve")}
-    ca, cb = curves(arm), curves(base)
+    ca, cb = seed_curves(r, arm), seed_curves(r, base)
     return [ca[s][tokens] - cb[s][tokens] for s in sorted(set(ca) & set(cb)) if tokens in ca[s] and tokens in cb[s]]
+
+
+def curve_marks(ts: list) -> list:
+    """The evaluations a curve table shows (ts sorted): a 1M-token group's fixed marks, else every k-th evaluation so
+    that at most 8 are shown; the last always."""
+    if ts[-1] <= 1_100_000:
+        return [t for t in ts if t in (102400, 204800, 307200, 409600, 512000, 614400, 819200) or t == ts[-1]]
+    k = math.ceil(len(ts) / 8)
+    return [t for i, t in enumerate(ts) if (i + 1) % k == 0 or t == ts[-1]]
 
 
 def b_curve(recs, name, *pairs) -> str:
@@ -184,7 +196,7 @@ def b_curve(recs, name, *pairs) -> str:
     base = r["baseline"]
     means = curve_means(r, base)
     pairs = [p.split("-") for p in pairs] or [[a, base] for a in R.arms(r) if a != base]
-    marks = [t for t in means if t in (102400, 204800, 307200, 409600, 512000, 614400, 819200) or t == max(means)]
+    marks = curve_marks(list(means))
     rows = [[base] + [f"{means[t]:.3f}" for t in marks]]
     for a, b in pairs:
         cells = []
@@ -641,8 +653,9 @@ def seen_pairs(r, view, pairs) -> str:
 def b_near_unseen(recs, name, dataset="default", *only) -> str:
     """Per arm (mean over its seeds): the share of a dataset's positions whose input the run never consumed in
     training, the loss there and at the 1-8 positions after it, each minus the loss at the rest (nats), and the rest's
-    loss (evaluate.py's after_unseen)."""
+    loss (evaluate.py's after_unseen). only: arms, or "BASE@best" (at)."""
     r = recs[name]
+    only = [at(r, a) for a in only]                                       # "tied@best": tied at its best multiplier
     rows = []
     for arm in [a for a in R.arms(r) if not only or a in only]:
         near = [x["after_unseen"][dataset] for x in r["runs"].values()
@@ -1038,7 +1051,44 @@ def figures(recs, out=DOCS) -> list:
         paths += sweep_figures(recs, "cpu_sweep", out)
     if "big_fair" in recs:
         paths.append(norms_figure(recs, "big_fair", os.path.join(out, "fair_norms.png")))
+    if "big_len4m" in recs:
+        paths.append(length_figure(recs, "big_len4m", os.path.join(out, "len4m_curves.png"), short="big_fair"))
     return paths
+
+
+def length_figure(recs, name, path, short=None):
+    """A longer group along training: each arm's validation perplexity (mean over its seeds), and each arm's loss minus
+    tied's at its best multiplier, per seed pair (the runs' logged evaluations, the same windows for every arm); with
+    `short`, the same gaps at the end of that group's shorter schedule (x: its fixed windows' losses)."""
+    import matplotlib.pyplot as plt
+    r = recs[name]
+    base = R.best_mult(r, "tied")
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 3.6))
+    for i, arm in enumerate(R.arms(r)):
+        color = COLORS.get(R.input_mult(arm)[0], f"C{i + 3}")
+        m = curve_means(r, arm)
+        ax.plot([t / 1e6 for t in m], [math.exp(v) for v in m.values()], "o-", ms=3, color=color,
+                label=f"{arm} ({len(R.losses(r, arm))} seeds)")
+        if arm == base:
+            continue
+        ca, cb = seed_curves(r, arm), seed_curves(r, base)
+        for j, seed in enumerate(sorted(set(ca) & set(cb))):
+            ts = sorted(t for t in ca[seed] if t in cb[seed] and t > 0)
+            bx.plot([t / 1e6 for t in ts], [ca[seed][t] - cb[seed][t] for t in ts], "o-", ms=3, color=color,
+                    alpha=0.4 + 0.6 / (j + 1), label=f"{arm} - {base}" if j == 0 else None)
+        if short and short in recs:
+            q = recs[short]
+            g = R.gap(q, R.best_mult(q, R.input_mult(arm)[0]), q, R.best_mult(q, "tied"))
+            if g:
+                bx.plot([q["setting"]["tokens"] / 1e6] * g["n"], [math.log1p(x) for x in g["gaps"]], "x", color=color,
+                        label=f"x: the end of {short}'s runs ({R.best_mult(q, R.input_mult(arm)[0])})")
+    bx.axhline(0, color="grey", lw=0.8)
+    ax.set(yscale="log", xlabel="training tokens (M)", ylabel="val perplexity (16 eval batches)",
+           title=f"{name}: along training")
+    bx.set(xlabel="training tokens (M)", ylabel=f"val loss minus {base}'s (nats)", title="The gaps, one line per seed")
+    ax.legend(frameon=False, fontsize=7)
+    bx.legend(frameon=False, fontsize=7)
+    return save(fig, path)
 
 
 def norms_figure(recs, name, path, seed=1):

@@ -155,10 +155,39 @@ def test_near_unseen_table_by_hand():
                      "lev_s1": dict(arm="lev", seed=1)})
     rows = render.b_near_unseen(dict(g=rec), "g").splitlines()[2:]
     assert rows == ["| tied | 2 | 15.0% | +3.000 | +1.000 | 5.500 |"]              # lev has no such record: no row
+    for run, loss in zip(rec["runs"].values(), (5.0, 5.1, 5.2)):
+        run["loss"] = loss
+    rec["runs"]["tied_x5_s1"] = dict(arm="tied_x5", seed=1, loss=4.0, after_unseen={"default": near(0.3, 7.0, 6.0, 5.0)})
+    assert render.b_near_unseen(dict(g=rec), "g", "default", "tied@best").splitlines()[2:] == [
+        "| tied_x5 | 1 | 30.0% | +2.000 | +1.000 | 5.000 |"]                  # tied at its best multiplier
 
 
 def test_the_norms_figure_draws_each_runs_quantiles(tmp_path):
     q = dict(ids=3, mean=1.0, quantiles=[0.5, 0.8, 1.0, 1.2, 2.0])
     rec = dict(runs={f"{a}_s1": dict(arm=a, seed=1, input_norms=dict(never_consumed=q, consumed=q)) for a in ("tied", "lev")})
     path = render.norms_figure(dict(g=rec), "g", str(tmp_path / "n.png"))
+    assert os.path.getsize(path) > 1000
+
+
+def test_curve_table_marks_and_gaps_by_hand_and_the_length_figure(tmp_path):
+    """b_curve: a 1M-token group shows its fixed marks, a longer one at most 8 evenly spaced evaluations and the last;
+    each cell is the mean per-seed loss difference with the pairs behind; the length figure draws from the same."""
+    ts = [409600 * i for i in range(11)]                                  # 0 .. 4.1M tokens, every 200 steps
+    curve = lambda base, slope: [ts, [base - slope * i for i in range(11)]]
+    rec = dict(baseline="tied_x5", runs={
+        "tied_x5_s1": dict(arm="tied_x5", seed=1, loss=4.0, curve=curve(6.0, 0.1)),
+        "tied_x5_s2": dict(arm="tied_x5", seed=2, loss=4.0, curve=curve(6.2, 0.1)),
+        "lev_best_s1": dict(arm="lev_best", seed=1, loss=4.1, curve=curve(5.8, 0.07)),
+        "lev_best_s2": dict(arm="lev_best", seed=2, loss=4.1, curve=curve(6.1, 0.085))})
+    assert render.curve_marks(ts[1:]) == [819200, 1638400, 2457600, 3276800, 4096000]
+    assert render.curve_marks([102400 * i for i in range(1, 11)]) == [102400 * i for i in (1, 2, 3, 4, 5, 6, 8, 10)]
+    lines = render.b_curve(dict(g=rec), "g", "lev_best-tied_x5").splitlines()
+    assert lines[0].split(" | ")[1:] == ["819k", "1,638k", "2,458k", "3,277k", "4,096k |"]
+    gap = lambda i: ((5.8 - 0.07 * i) - (6.0 - 0.1 * i) + (6.1 - 0.085 * i) - (6.2 - 0.1 * i)) / 2
+    cells = lines[3].split(" | ")
+    assert cells[0] == "| lev_best - tied_x5"
+    assert cells[1] == f"{gap(2):+.3f} (0/2)" and cells[-1] == f"{gap(10):+.3f} (2/2) |"
+    short = dict(setting=dict(tokens=1024000), runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l) for (a, s), l in
+                                                     {("tied_x5", 1): 5.0, ("lev_best", 1): 4.9}.items()})
+    path = render.length_figure(dict(g=rec, s=short), "g", str(tmp_path / "len.png"), short="s")
     assert os.path.getsize(path) > 1000
