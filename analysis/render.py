@@ -875,19 +875,27 @@ def v_lead(recs, old, new, a, b):
             f"{v_fair(recs, new, a, b)}")
 
 
-def v_unseen(recs, name, option, a, b, dataset="default"):
-    """What evaluate.py --unseen-ids=<option> (record <name>_<option>: the same runs scored again, both arms alike)
-    does to a's zero-shot change against b, paired by the option's seeds, and the share of the gap in nats it closes.
-    a and b may be "BASE@best" (at)."""
+def unseen_effect(recs, name, option, a, b, dataset="default") -> tuple:
+    """(a, b, gap as trained, gap with the option, share of the gap in nats closed) of a's zero-shot change against b
+    under evaluate.py --unseen-ids=<option> (record <name>_<option>: the same runs scored again, both arms alike),
+    paired by the option's seeds; a and b may be "BASE@best" (at)."""
     r, v = recs[name], recs[f"{name}_{option}"]
     a, b = at(r, a), at(r, b)
     key = f"zero_shot:{dataset}"
     g1 = R.gap(v, a, v, b, key)
     g0 = R.gap(r, a, r, b, key, seeds=g1["seeds"])
-    closed = 1 - g1["dloss"] / g0["dloss"]
-    what = (f"closes {closed:.0%} of the gap" if closed >= 0 else f"widens the gap by {-closed:.0%}") + " in nats"
+    return a, b, g0, g1, 1 - g1["dloss"] / g0["dloss"]
+
+
+def closes(option, closed) -> str:
+    return f"{option} " + (f"closes {closed:.0%} of the gap" if closed >= 0 else f"widens the gap by {-closed:.0%}")
+
+
+def v_unseen(recs, name, option, a, b, dataset="default"):
+    """What evaluate.py --unseen-ids=<option> does to a's zero-shot change against b (unseen_effect), in words."""
+    a, b, g0, g1, closed = unseen_effect(recs, name, option, a, b, dataset)
     return (f"{a} vs {b} on {dataset}: {pc(g0['mean'])} as trained, {pc(g1['mean'])} with {option} "
-            f"({g1['n']} seed pair{'s' * (g1['n'] != 1)}; {option} {what})")
+            f"({g1['n']} seed pair{'s' * (g1['n'] != 1)}; {closes(option, closed)} in nats)")
 
 
 def v_mult_best(recs, name, base):
