@@ -663,12 +663,31 @@ def b_near_unseen(recs, name, dataset="default", *only) -> str:
         if not near:
             continue
         mean = lambda f: float(np.mean([f(n) for n in near]))
-        after = lambda n: np.average(n["loss"][1:], weights=n["positions"][1:]) - n["rest_loss"]
+        after = lambda n: near_parts(n)[1] - n["rest_loss"]
         rows.append([arm, len(near), f"{100 * mean(lambda n: n['unseen_share']):.1f}%",
                      f"{mean(lambda n: n['loss'][0] - n['rest_loss']):+.3f}", f"{mean(after):+.3f}",
                      f"{mean(lambda n: n['rest_loss']):.3f}"])
     return md_table([f"arm ([legend]({LEGEND}))", "seeds", f"inputs never consumed ({dataset})",
                      "loss there - rest (nats)", "1-8 positions after - rest", "the rest's loss"], rows)
+
+
+def near_parts(n) -> tuple:
+    """after_unseen's three losses: where a never-consumed input stands, the 1-8 positions after it, the rest."""
+    return n["loss"][0], np.average(n["loss"][1:], weights=n["positions"][1:]), n["rest_loss"]
+
+
+def v_near(recs, name, a, b, dataset="default"):
+    """a's loss minus b's (nats, mean over their common seeds) on a dataset where an input the run never consumed
+    stands, at the 1-8 positions after it, and at the rest (evaluate.py's after_unseen); a, b may be "BASE@best"."""
+    r = recs[name]
+    a, b = at(r, a), at(r, b)
+    parts = lambda arm: {x["seed"]: near_parts(x["after_unseen"][dataset]) for x in r["runs"].values()
+                         if x["arm"] == arm and dataset in x.get("after_unseen", {})}
+    pa, pb = parts(a), parts(b)
+    seeds = sorted(set(pa) & set(pb))
+    d = [float(np.mean([pa[s][i] - pb[s][i] for s in seeds])) for i in range(3)]
+    return (f"{a} - {b} ({len(seeds)} seed pair{'s' * (len(seeds) != 1)}): {d[0]:+.3f} nats where such an input "
+            f"stands, {d[1]:+.3f} at the 1-8 positions after it, {d[2]:+.3f} at the rest")
 
 
 UNSEEN_OPTIONS = ("rare-mean", "noise")    # evaluate.py --unseen-ids; their records are <group>_<option>
@@ -756,6 +775,13 @@ def findings(recs, form="full") -> str:
     out = (f"Out of domain (Python's documentation, which no run trained on) at 8 x 512, lev_best is "
            f"{verdict(z['lev_best'])} tied ({said(z['lev_best'])}); lev is {pc(z['lev']['mean'])} "
            f"({z['lev']['n']} seed pairs) and untied {said(z['untied'])}")
+    ood = ""
+    if "big_fair_rare-mean" in recs:                 # the out-of-domain diagnosis (results.md section 10.1)
+        closed = unseen_effect(recs, "big_fair", "rare-mean", "lev_best@best", "tied@best")[4]
+        word = "explains most of it" if closed >= 0.5 else "explains part of it" if closed >= 0.25 else "does not explain it"
+        ood = (f"Replacing the input vectors of the ids a run never consumed in training (evaluate.py --unseen-ids, a "
+               f"diagnosis) {word}: in nats, {closes('rare-mean', closed)} between lev_best and tied (`big_fair`) on Python's "
+               "documentation.")
     regime = "The paper's regime (200M-1.2B parameters, billions of tokens) has not been run."
     if form == "one":
         if f:
@@ -774,16 +800,16 @@ def findings(recs, form="full") -> str:
                     f"multiplier (group `big_fair`) the first {fates[0]}, and "
                     f"{'so does the second' if fates[1] == fates[0] else f'the second {fates[1]}'}: "
                     f"{v_fair(recs, 'big_fair', 'lev_best', 'tied')}, and {fair_compared(f, 'lev_best', 'untied')}.")
-        text = " ".join([f"With its default settings LEV is {' or '.join(words)} a table in the comparisons above.",
+        text = " ".join(x for x in [f"With its default settings LEV is {' or '.join(words)} a table in the comparisons above.",
                          f"At 8 x 512 the sweep's best LEV is {verdict(vs['tied'])} tied ({said(vs['tied'])}) and "
                          f"{verdict(vs['untied'])} untied ({said(vs['untied'])}) in domain, each arm at its own learning "
                          f"rate, which sets the body's rate too.", fair,
-                         f"Out of domain it is {verdict(z['lev_best'])} tied (the zero-shot column).",
-                         "The paper's regime has not been run."])
+                         f"Out of domain it is {verdict(z['lev_best'])} tied (the zero-shot column).", ood,
+                         "The paper's regime has not been run."] if x)
     else:
-        text = " ".join([s1, rare, cpu_sweep, f"{lead}. That lead rests on {rests}, and on settings chosen on the "
+        text = " ".join(x for x in [s1, rare, cpu_sweep, f"{lead}. That lead rests on {rests}, and on settings chosen on the "
                              "validation split it is "
-                             "reported on.", fair, out + ".", regime])
+                             "reported on.", fair, out + ".", ood, regime] if x)
     return "\n".join(textwrap.wrap(text, 120, break_on_hyphens=False, break_long_words=False))
 
 
@@ -888,14 +914,18 @@ def unseen_effect(recs, name, option, a, b, dataset="default") -> tuple:
 
 
 def closes(option, closed) -> str:
-    return f"{option} " + (f"closes {closed:.0%} of the gap" if closed >= 0 else f"widens the gap by {-closed:.0%}")
+    """What an option does to a gap, in words and as the share of it in nats: "closes little of the gap (4%)"."""
+    if closed < 0:
+        return f"{option} widens the gap (by {-closed:.0%})"
+    word = "most of" if closed >= 0.5 else "part of" if closed >= 0.25 else "little of"
+    return f"{option} closes {word} the gap ({closed:.0%})"
 
 
 def v_unseen(recs, name, option, a, b, dataset="default"):
     """What evaluate.py --unseen-ids=<option> does to a's zero-shot change against b (unseen_effect), in words."""
     a, b, g0, g1, closed = unseen_effect(recs, name, option, a, b, dataset)
     return (f"{a} vs {b} on {dataset}: {pc(g0['mean'])} as trained, {pc(g1['mean'])} with {option} "
-            f"({g1['n']} seed pair{'s' * (g1['n'] != 1)}; {closes(option, closed)} in nats)")
+            f"({g1['n']} seed pair{'s' * (g1['n'] != 1)}; in nats, {closes(option, closed)})")
 
 
 def v_mult_best(recs, name, base):
@@ -977,7 +1007,7 @@ def v_budget(recs, name):
 VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket,
               bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
               spread=v_spread, means=v_means, sharing=v_sharing, fair=v_fair, mult_best=v_mult_best, vs=v_vs, lead=v_lead,
-              unseen=v_unseen)
+              unseen=v_unseen, near=v_near)
 
 # docs/performance.md and the README's performance lines: blocks and values from the benchmark records
 from analysis import perf_render  # noqa: E402 (here, so that the performance page joins the tables in one place)

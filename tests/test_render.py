@@ -160,6 +160,10 @@ def test_near_unseen_table_by_hand():
     rec["runs"]["tied_x5_s1"] = dict(arm="tied_x5", seed=1, loss=4.0, after_unseen={"default": near(0.3, 7.0, 6.0, 5.0)})
     assert render.b_near_unseen(dict(g=rec), "g", "default", "tied@best").splitlines()[2:] == [
         "| tied_x5 | 1 | 30.0% | +2.000 | +1.000 | 5.000 |"]                  # tied at its best multiplier
+    rec["runs"]["lev_s1"]["after_unseen"] = {"default": near(0.3, 9.5, 6.5, 5.25)}
+    assert render.v_near(dict(g=rec), "g", "lev", "tied@best") == (
+        "lev - tied_x5 (1 seed pair): +2.500 nats where such an input stands, +0.500 at the 1-8 positions after it, "
+        "+0.250 at the rest")
 
 
 def test_the_norms_figure_draws_each_runs_quantiles(tmp_path):

@@ -108,10 +108,11 @@ def test_what_an_option_does_to_a_zero_shot_gap_by_hand():
             "g_noise": rec({("tied_x5", 1): 4.8, ("lev", 1): 5.8})}
     pc = lambda d: render.pc(math.expm1(d))
     assert render.v_unseen(recs, "g", "rare-mean", "lev", "tied@best") == (
-        f"lev vs tied_x5 on default: {pc(0.7)} as trained, {pc(0.3)} with rare-mean (2 seed pairs; rare-mean closes "
-        "57% of the gap in nats)")                                       # seed 3 is not among the option's seeds
+        f"lev vs tied_x5 on default: {pc(0.7)} as trained, {pc(0.3)} with rare-mean (2 seed pairs; in nats, rare-mean "
+        "closes most of the gap (57%))")                                 # seed 3 is not among the option's seeds
     assert render.v_unseen(recs, "g", "noise", "lev", "tied_x5").endswith(
-        f"{pc(1.0)} with noise (1 seed pair; noise widens the gap by 67% in nats)")
+        f"{pc(1.0)} with noise (1 seed pair; in nats, noise widens the gap (by 67%))")
+    assert [render.closes("x", c) for c in (0.3, 0.1)] == ["x closes part of the gap (30%)", "x closes little of the gap (10%)"]
     rows = render.b_unseen(recs, "g", "tied@best", "lev").splitlines()[2:]
     assert [r.split(" | ")[0] for r in rows] == ["| tied_x5", "| tied_x5", "| lev", "| lev"]
 
