@@ -901,14 +901,14 @@ def v_lead(recs, old, new, a, b):
             f"{v_fair(recs, new, a, b)}")
 
 
-def unseen_effect(recs, name, option, a, b, dataset="default") -> tuple:
+def unseen_effect(recs, name, option, a, b, dataset="default", alone=False) -> tuple:
     """(a, b, gap as trained, gap with the option, share of the gap in nats closed) of a's zero-shot change against b
-    under evaluate.py --unseen-ids=<option> (record <name>_<option>: the same runs scored again, both arms alike),
-    paired by the option's seeds; a and b may be "BASE@best" (at)."""
+    under evaluate.py --unseen-ids=<option> (record <name>_<option>: the same runs scored again), both arms alike, or
+    with `alone` a alone (b as trained), paired by the option's seeds; a and b may be "BASE@best" (at)."""
     r, v = recs[name], recs[f"{name}_{option}"]
     a, b = at(r, a), at(r, b)
     key = f"zero_shot:{dataset}"
-    g1 = R.gap(v, a, v, b, key)
+    g1 = R.gap(v, a, r if alone else v, b, key, seeds=R.losses(v, b, key) if alone else None)
     g0 = R.gap(r, a, r, b, key, seeds=g1["seeds"])
     return a, b, g0, g1, 1 - g1["dloss"] / g0["dloss"]
 
@@ -921,11 +921,57 @@ def closes(option, closed) -> str:
     return f"{option} closes {word} the gap ({closed:.0%})"
 
 
-def v_unseen(recs, name, option, a, b, dataset="default"):
-    """What evaluate.py --unseen-ids=<option> does to a's zero-shot change against b (unseen_effect), in words."""
-    a, b, g0, g1, closed = unseen_effect(recs, name, option, a, b, dataset)
+def v_unseen(recs, name, option, a, b, dataset="default", alone=""):
+    """What evaluate.py --unseen-ids=<option> does to a's zero-shot change against b (unseen_effect), in words; a
+    fifth argument "alone": the option on a alone."""
+    a, b, g0, g1, closed = unseen_effect(recs, name, option, a, b, dataset, alone == "alone")
     return (f"{a} vs {b} on {dataset}: {pc(g0['mean'])} as trained, {pc(g1['mean'])} with {option} "
+            f"{f'on {a} alone ' if alone == 'alone' else ''}"
             f"({g1['n']} seed pair{'s' * (g1['n'] != 1)}; in nats, {closes(option, closed)})")
+
+
+def v_deficit_share(recs, name, view, a, b, bucket):
+    """How much of a's loss gap to b a bucket of a seen-count view carries: its share of positions times its mean loss
+    difference over seed pairs, over the same summed across every bucket (nats); a, b may be "BASE@best"."""
+    r = recs[name]
+    a, b = at(r, a), at(r, b)
+    B = r["buckets"][view]
+    shares = bucket_shares(B, b)
+    part = []
+    for i, nm in enumerate(B["names"]):
+        g = R.gap(r, a, r, b, key=f"{view}:{nm}")
+        part.append(0.0 if g is None else shares[i] * g["dloss"])
+    i = B["names"].index(bucket)
+    token = "input" if r["setting"].get("strata") == "input" else "target"
+    return (f"{token}s seen {bucket} times ({shares[i]:.0%} of the positions) carry {part[i] / sum(part):.0%} of "
+            f"{a}'s loss gap to {b}")
+
+
+def v_in_domain(recs, name, *arms):
+    """Per --unseen-ids option: the largest change of in-domain perplexity it makes among the arms (paired by seed),
+    and whose; arms may be "BASE@best"."""
+    r = recs[name]
+    out = []
+    for o in UNSEEN_OPTIONS:
+        v = recs.get(f"{name}_{o}")
+        if not v:
+            continue
+        ch = [(abs(g["mean"]), g["mean"], arm) for arm in (at(r, a) for a in arms) if (g := R.gap(v, arm, r, arm))]
+        _, m, arm = max(ch)
+        out.append(f"{o} by at most {pc(m, 2)} ({arm})")
+    return listed(out)
+
+
+def v_norms(recs, name, *arms):
+    """Per arm: the median norm of its input vectors for ids the run never consumed in training over that for ids it
+    consumed (mean of that ratio over its seeds); arms may be "BASE@best"."""
+    r = recs[name]
+    out = []
+    for arm in (at(r, a) for a in arms):
+        q = [x["input_norms"] for x in r["runs"].values() if x["arm"] == arm and x.get("input_norms")]
+        ratio = np.mean([n["never_consumed"]["quantiles"][2] / n["consumed"]["quantiles"][2] for n in q])
+        out.append(f"{arm} {ratio:.2f}x")
+    return listed(out)
 
 
 def v_mult_best(recs, name, base):
@@ -1007,7 +1053,8 @@ def v_budget(recs, name):
 VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_reach, bucket=v_bucket,
               bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
               spread=v_spread, means=v_means, sharing=v_sharing, fair=v_fair, mult_best=v_mult_best, vs=v_vs, lead=v_lead,
-              unseen=v_unseen, near=v_near)
+              unseen=v_unseen, near=v_near, deficit_share=v_deficit_share, norms=v_norms,
+              in_domain=v_in_domain)
 
 # docs/performance.md and the README's performance lines: blocks and values from the benchmark records
 from analysis import perf_render  # noqa: E402 (here, so that the performance page joins the tables in one place)

@@ -169,6 +169,8 @@ def test_near_unseen_table_by_hand():
 def test_the_norms_figure_draws_each_runs_quantiles(tmp_path):
     q = dict(ids=3, mean=1.0, quantiles=[0.5, 0.8, 1.0, 1.2, 2.0])
     rec = dict(runs={f"{a}_s1": dict(arm=a, seed=1, input_norms=dict(never_consumed=q, consumed=q)) for a in ("tied", "lev")})
+    rec["runs"]["lev_s1"]["input_norms"]["never_consumed"] = dict(ids=3, mean=3.0, quantiles=[1, 2, 3.0, 4, 5])
+    assert render.v_norms(dict(g=rec), "g", "tied", "lev") == "tied 1.00x and lev 3.00x"
     path = render.norms_figure(dict(g=rec), "g", str(tmp_path / "n.png"))
     assert os.path.getsize(path) > 1000
 

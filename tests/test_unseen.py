@@ -116,3 +116,37 @@ def test_what_an_option_does_to_a_zero_shot_gap_by_hand():
     rows = render.b_unseen(recs, "g", "tied@best", "lev").splitlines()[2:]
     assert [r.split(" | ")[0] for r in rows] == ["| tied_x5", "| tied_x5", "| lev", "| lev"]
 
+
+
+def test_an_option_on_one_arm_alone_and_a_buckets_share_of_a_gap_by_hand():
+    """v_unseen's "alone": the option's record for a, the runs as trained for b, on the option's seeds; v_deficit_share:
+    a bucket's share of positions times its mean loss difference, over the sum across buckets."""
+    from analysis import render
+
+    def rec(losses):
+        return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={"default": l})
+                          for (a, s), l in losses.items()})
+    base = rec({("tied", 1): 5.0, ("tied", 2): 5.0, ("lev", 1): 5.5, ("lev", 2): 5.5})
+    recs = {"g": base, "g_noise": rec({("tied", 1): 5.4, ("lev", 1): 5.3})}    # the option's seed: 1
+    assert render.v_unseen(recs, "g", "noise", "lev", "tied", "default", "alone") == (
+        f"lev vs tied on default: {render.pc(math.expm1(0.5))} as trained, {render.pc(math.expm1(0.3))} with noise on "
+        "lev alone (1 seed pair; in nats, noise closes part of the gap (40%))")
+    s = dict(setting=dict(strata="input"), buckets=dict(seen_default=dict(names=["0", ">=1024"],
+                                                                        shares=dict(tied=[0.2, 0.8]))),
+             runs={f"{a}_s{k}": dict(arm=a, seed=k, seen_default=v) for (a, k), v in
+                   {("tied", 1): [9.0, 4.0], ("lev", 1): [9.5, 4.25], ("tied", 2): [9.0, 4.0], ("lev", 2): [9.5, 4.25]}.items()})
+    assert render.v_deficit_share({"s": s}, "s", "seen_default", "lev", "tied", ">=1024") == (
+        "inputs seen >=1024 times (80% of the positions) carry 67% of lev's loss gap to tied")   # 0.2/(0.1+0.2)
+
+
+def test_the_largest_in_domain_move_of_each_option_by_hand():
+    """v_in_domain: per option, the arm whose in-domain perplexity the option moves most (paired by seed)."""
+    from analysis import render
+
+    def rec(losses):
+        return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={}) for (a, s), l in losses.items()})
+    recs = {"g": rec({("tied", 1): 5.0, ("lev", 1): 5.0}), "g_rare-mean": rec({("tied", 1): 5.001, ("lev", 1): 4.997}),
+            "g_noise": rec({("tied", 1): 5.01, ("lev", 1): 5.0})}
+    assert render.v_in_domain(recs, "g", "tied", "lev") == (
+        f"rare-mean by at most {render.pc(math.expm1(-0.003), 2)} (lev) and noise by at most "
+        f"{render.pc(math.expm1(0.01), 2)} (tied)")
