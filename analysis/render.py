@@ -764,7 +764,7 @@ def findings(recs, form="full") -> str:
              ", ".join(f"{a} {lr_text(v)}" for a, v in sw["setting"]["lrs"].items() if a != "lev") + ")")
     f = recs.get("big_fair")                     # every arm's body at one rate, each input map at its best multiplier
     if f:
-        g_fair = R.gap(f, R.best_mult(f, "lev_best"), f, R.best_mult(f, "tied"))
+        g_fair = fair_gap(f, "lev_best", "tied")[1]
         fair = (f"With every arm's body at one rate ({lr_text(f['setting']['lr'])}) and each input map at its best rate "
                 f"multiplier (group `big_fair`{', seed 1 alone so far' if g_fair['n'] < 2 else ''}), "
                 f"{v_fair(recs, 'big_fair', 'lev_best', 'tied')}, and "
@@ -850,10 +850,16 @@ def v_fair(recs, name, a, b):
     return f"{a} (input map {mult_of(R.best_mult(r, a))}) is {fair_compared(r, a, b)}"
 
 
+def fair_gap(r, a, b) -> tuple:
+    """Arms a and b of a group, each at its best input-map multiplier: (b's arm at its best, the gap, paired by seed)."""
+    mb = R.best_mult(r, b)
+    return mb, R.gap(r, R.best_mult(r, a), r, mb)
+
+
 def fair_compared(r, a, b) -> str:
     """v_fair's predicate: "behind tied (x5) (+7.4% [...])", each arm at its best multiplier."""
-    mb = R.best_mult(r, b)
-    return compared(R.gap(r, R.best_mult(r, a), r, mb), f"{b} ({mult_of(mb)})")
+    mb, g = fair_gap(r, a, b)
+    return compared(g, f"{b} ({mult_of(mb)})")
 
 
 def compared(g, b) -> str:
@@ -882,7 +888,7 @@ def lead_fate(recs, old, new, a, b) -> tuple:
     "reverses", "is no longer within seed noise"; below 3 seed pairs in `new`, only whether it keeps its sign."""
     g0 = R.gap(recs[old], a, recs[old], b)
     r = recs[new]
-    g1 = R.gap(r, R.best_mult(r, a), r, R.best_mult(r, b))
+    g1 = fair_gap(r, a, b)[1]
     w0, w1 = verdict(g0), verdict(g1)
     if g1["ci"] is None:                                       # below 3 seed pairs: only the sign can be said
         fate = f"{'keeps' if (g0['mean'] > 0) == (g1['mean'] > 0) else 'changes'} its sign (too few seed pairs to say more)"
