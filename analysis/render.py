@@ -1169,7 +1169,7 @@ def length_figure(recs, name, path, short=None):
                     alpha=0.4 + 0.6 / (j + 1), label=f"{arm} - {base}" if j == 0 else None)
         if short and short in recs:
             q = recs[short]
-            g = R.gap(q, R.best_mult(q, R.input_mult(arm)[0]), q, R.best_mult(q, "tied"))
+            g = fair_gap(q, R.input_mult(arm)[0], "tied")[1]
             if g:
                 bx.plot([q["setting"]["tokens"] / 1e6] * g["n"], [math.log1p(x) for x in g["gaps"]], "x", color=color,
                         label=f"x: the end of {short}'s runs ({R.best_mult(q, R.input_mult(arm)[0])})")
