@@ -135,6 +135,12 @@ def bucket_shares(B: dict, arm: str) -> list:
     return B["shares"] if isinstance(B["shares"], list) else B["shares"].get(arm, next(iter(B["shares"].values())))
 
 
+def position_token(r: dict) -> str:
+    """The token that buckets a record's positions: "input" where it was scored with evaluate.py --strata input, else
+    "target"."""
+    return "input" if r.get("setting", {}).get("strata") == "input" else "target"
+
+
 def b_buckets(recs, name, view, base=None, *only) -> str:
     """Per bucket ("seen": how many times the run saw the target; "freq": its relative frequency in the training
     split): each arm's pooled change vs the baseline with the window interval; per-seed gaps where recorded."""
@@ -145,7 +151,7 @@ def b_buckets(recs, name, view, base=None, *only) -> str:
         return f"(not recorded for {name})"
     shares = bucket_shares(B, base)
     arms = [a for a in R.arms(r) if a != base and (not only or a in only)]
-    unit = "positions by input token" if r["setting"].get("strata") == "input" else "targets"   # evaluate.py --strata
+    unit = "positions by input token" if position_token(r) == "input" else "targets"
     head = ["bucket", f"share of {unit}"] + [f"{a} vs {base} [[95% over windows]({LEGEND})]" for a in arms]
     rows = []
     for i, nm in enumerate(B["names"]):
@@ -638,7 +644,7 @@ def seen_pairs(r, view, pairs) -> str:
         return f"(not recorded for {r.get('name', 'this group')})"
     best = [tuple(R.best_mult(r, x) for x in pair.split("-")) for pair in pairs]
     shares = bucket_shares(B, best[0][1])
-    token = "input" if r.get("setting", {}).get("strata") == "input" else "target"
+    token = position_token(r)
     rows = []
     for i, bucket in enumerate(B["names"]):
         row = [bucket, f"{shares[i]:.1%}"]
@@ -948,7 +954,7 @@ def v_deficit_share(recs, name, view, a, b, bucket):
         g = R.gap(r, a, r, b, key=f"{view}:{nm}")
         part.append(0.0 if g is None else shares[i] * g["dloss"])
     i = B["names"].index(bucket)
-    token = "input" if r["setting"].get("strata") == "input" else "target"
+    token = position_token(r)
     return (f"{token}s seen {bucket} times ({shares[i]:.0%} of the positions) carry {part[i] / sum(part):.0%} of "
             f"{a}'s loss gap to {b}")
 
