@@ -19,11 +19,12 @@ import statistics
 import textwrap
 
 from analysis import perf_records as P
+from util import presets
 
 VARIANT_OF = dict(bfloat16="(c) bf16+chunked", float32="(d) fp32+chunked")   # the default step by the number format
 PLAIN = "(a) fp32+plain"
 QUICKSTART = ("9", 0, "the quick-start command")   # the memory table's key for bench.py's quickstart_rss, after the configs
-SIZES = dict(cpu="quick start", ref="reference")
+SIZES = dict(cpu="quick start", ref="reference", big="big")
 LEV_PATHS = dict(naive="naive (every position, dense basis, plain autograd)", dedup_dense="each distinct id once, dense basis",
                  dedup_fused_torch="distinct ids, fused steps 4-6, PyTorch (the GPU path)",
                  dedup_fused_cpp="distinct ids, fused steps 4-6, C++ kernel (the CPU default)")
@@ -133,6 +134,20 @@ def config_label(key: tuple, c: dict) -> str:
     return f"{SIZES.get(size, size)}{dims}, V {key[1]:,}" + (", real tokens" if key[2] == "real tokens" else "")
 
 
+def arms_key(r: dict) -> tuple:
+    """The arms section's identity: (size order, ids), e.g. ("1ref", "Zipf ids"); a record of bench.py before --size
+    was kept measured the reference size; --tiny: "tiny"."""
+    size = "tiny" if get(r, "bench/config/tiny") else get(r, "bench/config/size") or "ref"
+    return config_key(f"{size}@0", r)[::2]
+
+
+def arms_label(key: tuple) -> str:
+    size = key[0][1:]
+    c = presets.PRESETS.get(size, {})
+    dims = f" {c['n_layer']} x {c['n_embd']}, batch {c['batch_size']} x {c['block_size']}" if c else ""
+    return f"{SIZES.get(size, size)}{dims}, {key[1]}"
+
+
 def dtype_configs(r: dict, need: str = None) -> dict:
     """{config key: config} of a record's dtype section; need: only configs where some variant has this figure."""
     return {config_key(n, r): c for n, c in (get(r, "bench/dtype") or {}).items()
@@ -151,7 +166,7 @@ def has(path: str):
 SELECTORS = {   # table -> what a record holds for it (keys); every table's rows come from pick(recs, selector)
     "step": lambda r: dtype_configs(r, "vs_a"),
     "memory": lambda r: list(dtype_configs(r, "peak_mb")) + ([QUICKSTART] if get(r, "bench/quickstart_rss") else []),
-    "arms": has("bench/arms"), "lev": has("bench/lev"), "os": has("bench/os"), "curves": has("bench/curves"),
+    "arms": lambda r: [arms_key(r)] if get(r, "bench/arms") else [], "lev": has("bench/lev"), "os": has("bench/os"), "curves": has("bench/curves"),
     "head": lambda r: [int(V) for V in get(r, "bench/head") or {}], "head_parts": has("bench/head_parts"),
     "gpu": has("gpu/bench"), "gpu_train": has("gpu/pile_train"), "tune": has("gpu/tune"),
 }
@@ -233,17 +248,17 @@ def b_os(_) -> str:
 
 
 def b_arms(_) -> str:
-    """Every arm's training step at the reference size (the default number format and head), against tied."""
+    """Every arm's training step at each size a record measured (the default number format and head), against tied."""
     rows = []
-    for (kind, _k), rs in pick(load(), SELECTORS["arms"]).items():
+    for (kind, key), rs in pick(load(), SELECTORS["arms"]).items():
         for r in rs:
             for arm, a in get(r, "bench/arms").items():
                 q = iqr(a.get("step_times_ms"))
-                rows.append([kind, arm, spread(ms(a["step_ms"]), q, ms),
+                rows.append([kind, arms_label(key), arm, spread(ms(a["step_ms"]), q, ms),
                              spread(f"**{num(a.get('step_vs_tied'))}**", a.get("step_vs_tied_iqr") if arm != "tied" else None),
                              pct(a.get("mfu")), ms(a.get("peak_mb")), num(a.get("sample_tok_s"), 1),
                              num(a.get("sample_vs_tied")), names([r])])
-    return md_table(["machine kind", "arm", "step, ms", "vs tied", "MFU", "peak RSS MB", "sampling tok/s", "vs tied",
+    return md_table(["machine kind", "model, batch, ids", "arm", "step, ms", "vs tied", "MFU", "peak RSS MB", "sampling tok/s", "vs tied",
                      "record"], rows)
 
 

@@ -184,3 +184,19 @@ def test_the_history_line_of_a_block_size_record_names_the_fastest_sizes():
     line = perf_render.headline(r)
     assert "lev: fastest at BLOCK 128, PB 64 bytes, 0.95x the shipped sizes" in line
     assert "lev_best: fastest at BLOCK 64, PB 64 bytes, 1x the shipped sizes" in line
+
+
+def test_an_arms_record_of_another_size_gets_rows_of_its_own(copied):
+    """The arms table keeps one set of rows per machine kind, size and ids: a newer record of the arms at the big size
+    adds rows labelled with that size and leaves the kind's reference-size rows where they were."""
+    root, recs = copied
+    (kind, key), old = shown(recs, "arms")
+    new = copy.deepcopy(old)
+    new.update(name="2026-12-07_big_arms", date="2026-12-07", supersedes=[])
+    new["bench"] = dict(config=dict(old["bench"]["config"], size="big"),
+                        arms={arm: dict(a, step_ms=777.7) for arm, a in old["bench"]["arms"].items()})
+    rewrite(root, new)
+    table = perf_render.b_arms(None)
+    assert f"| {kind} | {perf_render.arms_label(key)} | tied |" in table and f"`{old['name']}`" in table
+    assert f"| {kind} | big 8 x 512, batch 8 x 256, {key[1]} | tied | 777.7" in table
+    assert "`2026-12-07_big_arms`" not in perf_render.b_history(None)
