@@ -789,10 +789,17 @@ def findings(recs, form="full") -> str:
                f"diagnosis) {word}: in nats, {closes('rare-mean', closed)} between lev_best and tied (`big_fair`) on Python's "
                "documentation.")
     regime = "The paper's regime (200M-1.2B parameters, billions of tokens) has not been run."
+    length, length_way = "", None
+    if f and "big_len4m" in recs:                    # the same setting trained longer (results.md section 10.2)
+        gs, gl, _, length_way = length_move(recs, "big_fair", "big_len4m", "lev_best", "tied")
+        tok = [recs[g]["setting"]["tokens"] / 1e6 for g in ("big_fair", "big_len4m")]
+        length = f"Trained longer (group `big_len4m`, the same setting), {v_length(recs, 'big_fair', 'big_len4m', 'lev_best', 'tied')}."
     if form == "one":
         if f:
             _, g1, fate = lead_fate(recs, "big_sweep", "big_fair", "lev_best", "tied")
             fair_one = f", and with every body at one rate that comparison {fate} ({said(g1)})"
+            if length_way:
+                fair_one += f"; trained {tok[1] / tok[0]:.0f}x as long, its gap moves {length_way} ({pc(gl['mean'])})"
         else:
             fair_one = ""
         text = (f"LEV with its default settings is {' or '.join(words)} an embedding table at the scales a CPU trains; "
@@ -810,12 +817,15 @@ def findings(recs, form="full") -> str:
                          f"At 8 x 512 the sweep's best LEV is {verdict(vs['tied'])} tied ({said(vs['tied'])}) and "
                          f"{verdict(vs['untied'])} untied ({said(vs['untied'])}) in domain, each arm at its own learning "
                          f"rate, which sets the body's rate too.", fair,
+                         length_way and (f"Trained {tok[1] / tok[0]:.0f}x as long (`big_len4m`), lev_best's gap to tied "
+                                         f"moves {length_way}: {said(gs)} at {tok[0]:.2f}M tokens, {said(gl)} at "
+                                         f"{tok[1]:.2f}M."),
                          f"Out of domain it is {verdict(z['lev_best'])} tied (the zero-shot column).", ood,
                          "The paper's regime has not been run."] if x)
     else:
         text = " ".join(x for x in [s1, rare, cpu_sweep, f"{lead}. That lead rests on {rests}, and on settings chosen on the "
                              "validation split it is "
-                             "reported on.", fair, out + ".", ood, regime] if x)
+                             "reported on.", fair, length, out + ".", ood, regime] if x)
     return "\n".join(textwrap.wrap(text, 120, break_on_hyphens=False, break_long_words=False))
 
 
@@ -911,6 +921,31 @@ def v_lead(recs, old, new, a, b):
     what = "position against" if verdict(g0) == "level with" else "lead over" if g0["mean"] < 0 else "deficit to"
     return (f"{a}'s {what} {b} with each arm at its own rate ({said(g0)}, `{old}`) {fate} with every body at one rate: "
             f"{v_fair(recs, new, a, b)}")
+
+
+def length_move(recs, short, long, a, b) -> tuple:
+    """a's gap to b (each at its best input-map multiplier) at the end of group `short` and of `long`, the same setting
+    trained longer: (gap short, gap long, {seed: (short, long)} on the seeds both groups ran, "in a's favour" /
+    "against a" / "both ways" by those seeds (a gap falling is a moving in a's favour))."""
+    gs, gl = fair_gap(recs[short], a, b)[1], fair_gap(recs[long], a, b)[1]
+    both = {s: (x, y) for s, x in zip(gs["seeds"], gs["gaps"]) for t, y in zip(gl["seeds"], gl["gaps"]) if s == t}
+    moves = {y < x for x, y in both.values()}
+    way = "both ways" if len(moves) != 1 else f"in {a}'s favour" if moves == {True} else f"against {a}"
+    return gs, gl, both, way
+
+
+def v_length(recs, short, long, a, b):
+    """What training longer does to a's gap to b: "from 1.02M to 4.10M training tokens (0.32 to 1.26 epochs),
+    lev_best's gap to tied moves against lev_best on both seeds both groups ran: +6.1% [...] (`big_fair`) at 1.02M and
+    +7.0%, 2 seed pairs (`big_len4m`) at 4.10M; seed by seed +5.0% to +7.0% and ..."."""
+    gs, gl, both, way = length_move(recs, short, long, a, b)
+    st = [recs[g]["setting"] for g in (short, long)]
+    seeds = (f"on {'both' if len(both) == 2 else f'the {len(both)}'} seeds both groups ran" if len(both) > 1 else
+             "on the one seed both groups ran")
+    return (f"from {st[0]['tokens'] / 1e6:.2f}M to {st[1]['tokens'] / 1e6:.2f}M training tokens ({st[0]['epochs']:.2f} to "
+            f"{st[1]['epochs']:.2f} epochs), {a}'s gap to {b} moves {way} {seeds}: {said(gs)} (`{short}`) at "
+            f"{st[0]['tokens'] / 1e6:.2f}M and {said(gl)} (`{long}`) at {st[1]['tokens'] / 1e6:.2f}M; seed by seed "
+            + ", ".join(f"{pc(x)} to {pc(y)} (seed {s})" for s, (x, y) in sorted(both.items())))
 
 
 def unseen_effect(recs, name, option, a, b, dataset="default", alone=False) -> tuple:
@@ -1066,7 +1101,7 @@ VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_rea
               bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
               spread=v_spread, means=v_means, sharing=v_sharing, fair=v_fair, mult_best=v_mult_best, vs=v_vs, lead=v_lead,
               unseen=v_unseen, near=v_near, deficit_share=v_deficit_share, norms=v_norms,
-              in_domain=v_in_domain)
+              in_domain=v_in_domain, length=v_length)
 
 # docs/performance.md and the README's performance lines: blocks and values from the benchmark records
 from analysis import perf_render  # noqa: E402 (here, so that the performance page joins the tables in one place)

@@ -197,3 +197,26 @@ def test_curve_table_marks_and_gaps_by_hand_and_the_length_figure(tmp_path):
                                                      {("tied_x5", 1): 5.0, ("lev_best", 1): 4.9}.items()})
     path = render.length_figure(dict(g=rec, s=short), "g", str(tmp_path / "len.png"), short="s")
     assert os.path.getsize(path) > 1000
+
+
+def test_the_length_sentence_by_hand():
+    """v_length: each group's gap at its end (each arm at its best multiplier), and per seed both groups ran, which
+    way it moved; a gap that falls on every shared seed moves in a's favour, one that falls on some only, both ways."""
+    def group(tokens, epochs, losses):
+        return dict(setting=dict(tokens=tokens, epochs=epochs), runs={
+            f"{a}_s{s}": dict(arm=a, seed=s, loss=l) for (a, s), l in losses.items()})
+    short = group(1024000, 0.32, {("tied_x5", 1): 5.0, ("tied_x5", 2): 5.0, ("tied_x5", 3): 5.0, ("tied_x1", 1): 5.5,
+                                  ("lev_best", 1): 5.1, ("lev_best", 2): 5.05, ("lev_best", 3): 5.2})
+    long = group(4096000, 1.26, {("tied_x5", 1): 4.4, ("tied_x5", 2): 4.4, ("lev_best", 1): 4.45, ("lev_best", 2): 4.5})
+    recs = dict(s=short, l=long)
+    gs, gl, both, way = render.length_move(recs, "s", "l", "lev_best", "tied")
+    assert gs["n"] == 3 and gl["n"] == 2 and sorted(both) == [1, 2] and way == "both ways"
+    assert [round(math.log1p(x), 6) for x in both[1]] == [0.1, 0.05] and [round(math.log1p(x), 6) for x in both[2]] == [0.05, 0.1]
+    long["runs"]["lev_best_s2"]["loss"] = 4.42                        # seed 2's gap now falls too (0.05 -> 0.02 nats)
+    text = render.v_length(recs, "s", "l", "lev_best", "tied")
+    assert text.startswith("from 1.02M to 4.10M training tokens (0.32 to 1.26 epochs), lev_best's gap to tied moves "
+                           "in lev_best's favour on both seeds both groups ran: ")
+    assert f"seed by seed {render.pc(math.expm1(0.1))} to {render.pc(math.expm1(0.05))} (seed 1)" in text
+    long["runs"]["lev_best_s1"]["loss"] = 4.6
+    long["runs"]["lev_best_s2"]["loss"] = 4.6
+    assert render.length_move(recs, "s", "l", "lev_best", "tied")[3] == "against lev_best"
