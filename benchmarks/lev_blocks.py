@@ -11,7 +11,7 @@ LEV's shape, in turns.
     python -m benchmarks.lev_blocks --blocks 32 64 128 --pb-bytes 64 128 --reps 9
 
 Prints, per LEV and per pair of sizes, the median time of a forward + backward and its ratio to the shipped sizes
-(BLOCK 64, PB 64 bytes) within the same round (medians of paired ratios, with their quartiles). Each build compiles
+(as fast/lev_kernel.cpp sets them) within the same round (medians of paired ratios, with their quartiles). Each build compiles
 for a minute or so (cached under torch's extension folder afterwards). --record NAME writes the figures as a benchmark
 record (docs/performance/records/NAME.json, analysis/perf_records.py), whose `constants` entries the performance
 page's table of tuned constants shows.
@@ -33,9 +33,9 @@ from fast.lev_fast import log_group
 from lev import GPT2_VOCAB, LEVConfig
 from util.cli import checked, parse
 
-SHIPPED = dict(block=64, pb_bytes=64)
-PATTERNS = dict(block=(r"constexpr int64_t BLOCK = 64;", "constexpr int64_t BLOCK = {};"),
-                pb_bytes=(r"constexpr int64_t PB = 64 / sizeof\(T\);", "constexpr int64_t PB = {} / sizeof(T);"))
+# the kernel's two task sizes as its source writes them (the number: group 1), and the line that sets another value
+PATTERNS = dict(block=(r"constexpr int64_t BLOCK = (\d+);", "constexpr int64_t BLOCK = {};"),
+                pb_bytes=(r"constexpr int64_t PB = (\d+) / sizeof\(T\);", "constexpr int64_t PB = {} / sizeof(T);"))
 SHAPES = {"lev (8 heads, k = 3)": dict(), "lev_best (32 heads, k = 2)": dict(k=2, heads=32, seed_combine="concat")}
 
 
@@ -49,16 +49,34 @@ class BlocksConfig:
     record: str = ""              # write a benchmark record docs/performance/records/<record>.json ("" = none)
 
 
-def kernel_source(block: int, pb_bytes: int) -> str:
-    """fast/lev_kernel.cpp with BLOCK and PB replaced; a clear error if the kernel no longer has them as written."""
+def shipped_source() -> str:
     with open(os.path.join(native.ROOT, "lev_kernel.cpp"), encoding="utf-8") as f:
-        src = f.read()
-    for key, value in (("block", block), ("pb_bytes", pb_bytes)):
-        pattern, repl = PATTERNS[key]
-        src, n = re.subn(pattern, repl.format(value), src)
-        if n != 1:
+        return f.read()
+
+
+def sizes_in(src: str) -> dict:
+    """{"block": BLOCK, "pb_bytes": PB in bytes} as a kernel source sets them; a clear error if it no longer has them
+    as written."""
+    out = {}
+    for key, (pattern, _) in PATTERNS.items():
+        found = re.findall(pattern, src)
+        if len(found) != 1:
             raise RuntimeError(f"fast/lev_kernel.cpp has no single line matching {pattern!r}: the kernel's task sizes "
                                "changed; update benchmarks/lev_blocks.py's PATTERNS to match.")
+        out[key] = int(found[0])
+    return out
+
+
+SHIPPED = sizes_in(shipped_source())     # the sizes fast/lev_kernel.cpp ships with, read from it
+
+
+def kernel_source(block: int, pb_bytes: int) -> str:
+    """fast/lev_kernel.cpp with BLOCK and PB replaced; a clear error if the kernel no longer has them as written."""
+    src = shipped_source()
+    sizes_in(src)
+    for key, value in (("block", block), ("pb_bytes", pb_bytes)):
+        pattern, repl = PATTERNS[key]
+        src = re.sub(pattern, repl.format(value), src)
     return src
 
 
@@ -137,8 +155,8 @@ def record(c: BlocksConfig, out: dict, sizes: list, argv) -> dict:
                  "bench", dict(lev_blocks=out), c.dtype,
                  title="lev_kernel.cpp's task sizes (BLOCK, PB) for today's LEV and lev_best, steps 4-6 forward + backward",
                  source="benchmarks.lev_blocks")
-    what = dict(block=("BLOCK = 64", "ids a forward task takes"), pb_bytes=("PB = 64 / sizeof(T)",
-                                                                           "seed dimensions a backward task takes (bytes)"))
+    what = dict(block=(f"BLOCK = {SHIPPED['block']}", "ids a forward task takes"),
+                pb_bytes=(f"PB = {SHIPPED['pb_bytes']} / sizeof(T)", "seed dimensions a backward task takes (bytes)"))
     rec["constants"] = []
     for i, key in enumerate(("block", "pb_bytes")):
         tried = [s for s in sizes if all(s[j] == SHIPPED[k] for j, k in enumerate(SHIPPED) if j != i)]

@@ -148,10 +148,12 @@ def test_the_block_size_experiment_edits_only_its_two_constants(monkeypatch):
     from fast import native
     with open(os.path.join(native.ROOT, "lev_kernel.cpp"), encoding="utf-8") as f:
         shipped = f.read()
-    assert lev_blocks.kernel_source(64, 64) == shipped
-    changed = lev_blocks.kernel_source(32, 128)
+    assert lev_blocks.kernel_source(**lev_blocks.SHIPPED) == shipped
+    changed = lev_blocks.kernel_source(24, 136)
     diff = [(a, b) for a, b in zip(shipped.splitlines(), changed.splitlines()) if a != b]
-    assert len(diff) == 2 and "BLOCK = 32;" in diff[0][1] and "PB = 128 / sizeof(T);" in diff[1][1]
+    assert len(diff) == 2 and "BLOCK = 24;" in diff[0][1] and "PB = 136 / sizeof(T);" in diff[1][1]
+    assert lev_blocks.sizes_in(changed) == dict(block=24, pb_bytes=136)        # the shipped sizes are read the same way
+    assert f"BLOCK = {lev_blocks.SHIPPED['block']};" in shipped
     monkeypatch.setitem(lev_blocks.PATTERNS, "block", (r"constexpr int64_t BLOCK = 99;", ""))
     with pytest.raises(RuntimeError, match="task sizes changed"):
         lev_blocks.kernel_source(32, 64)
