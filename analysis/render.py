@@ -799,7 +799,9 @@ def findings(recs, form="full") -> str:
             _, g1, fate = lead_fate(recs, "big_sweep", "big_fair", "lev_best", "tied")
             fair_one = f", and with every body at one rate that comparison {fate} ({said(g1)})"
             if length_way:
-                fair_one += f"; trained {tok[1] / tok[0]:.0f}x as long, its gap moves {length_way} ({pc(gl['mean'])})"
+                fair_one += (f"; trained {tok[1] / tok[0]:.0f}x as long it is {'behind' if gl['mean'] > 0 else 'ahead of'} "
+                             f"tied in {gl['behind'] if gl['mean'] > 0 else gl['n'] - gl['behind']} of {gl['n']} seed "
+                             f"pairs ({pc(gl['mean'])})")
         else:
             fair_one = ""
         text = (f"LEV with its default settings is {' or '.join(words)} an embedding table at the scales a CPU trains; "
@@ -925,12 +927,15 @@ def v_lead(recs, old, new, a, b):
 
 def length_move(recs, short, long, a, b) -> tuple:
     """a's gap to b (each at its best input-map multiplier) at the end of group `short` and of `long`, the same setting
-    trained longer: (gap short, gap long, {seed: (short, long)} on the seeds both groups ran, "in a's favour" /
-    "against a" / "both ways" by those seeds (a gap falling is a moving in a's favour))."""
+    trained longer: (gap short, gap long, {seed: (short, long)} on the seeds both groups ran, which way it moved on
+    those seeds: "in a's favour on both seeds both groups ran", "against a on ...", or "in a's favour on 1 of the 2
+    seeds both groups ran and against it on the other" (a gap falling is a move in a's favour))."""
     gs, gl = fair_gap(recs[short], a, b)[1], fair_gap(recs[long], a, b)[1]
     both = {s: (x, y) for s, x in zip(gs["seeds"], gs["gaps"]) for t, y in zip(gl["seeds"], gl["gaps"]) if s == t}
-    moves = {y < x for x, y in both.values()}
-    way = "both ways" if len(moves) != 1 else f"in {a}'s favour" if moves == {True} else f"against {a}"
+    n, k = len(both), sum(y < x for x, y in both.values())
+    seeds = "the one seed" if n == 1 else "both seeds" if n == 2 else f"all {n} seeds"
+    way = (f"in {a}'s favour on {seeds} both groups ran" if k == n else f"against {a} on {seeds} both groups ran" if k == 0
+           else f"in {a}'s favour on {k} of the {n} seeds both groups ran and against it on the other{'s' * (n - k > 1)}")
     return gs, gl, both, way
 
 
@@ -940,10 +945,8 @@ def v_length(recs, short, long, a, b):
     +7.0%, 2 seed pairs (`big_len4m`) at 4.10M; seed by seed +5.0% to +7.0% and ..."."""
     gs, gl, both, way = length_move(recs, short, long, a, b)
     st = [recs[g]["setting"] for g in (short, long)]
-    seeds = (f"on {'both' if len(both) == 2 else f'the {len(both)}'} seeds both groups ran" if len(both) > 1 else
-             "on the one seed both groups ran")
     return (f"from {st[0]['tokens'] / 1e6:.2f}M to {st[1]['tokens'] / 1e6:.2f}M training tokens ({st[0]['epochs']:.2f} to "
-            f"{st[1]['epochs']:.2f} epochs), {a}'s gap to {b} moves {way} {seeds}: {said(gs)} (`{short}`) at "
+            f"{st[1]['epochs']:.2f} epochs), {a}'s gap to {b} moves {way}: {said(gs)} (`{short}`) at "
             f"{st[0]['tokens'] / 1e6:.2f}M and {said(gl)} (`{long}`) at {st[1]['tokens'] / 1e6:.2f}M; seed by seed "
             + ", ".join(f"{pc(x)} to {pc(y)} (seed {s})" for s, (x, y) in sorted(both.items())))
 
@@ -1200,7 +1203,7 @@ def length_figure(recs, name, path, short=None):
         color = COLORS.get(R.input_mult(arm)[0], f"C{i + 3}")
         m = curve_means(r, arm)
         ax.plot([t / 1e6 for t in m], [math.exp(v) for v in m.values()], "o-", ms=3, color=color,
-                label=f"{arm} ({len(R.losses(r, arm))} seeds)")
+                label=f"{arm} ({len(R.losses(r, arm))} seed{'s' * (len(R.losses(r, arm)) != 1)})")
         if arm == base:
             continue
         ca, cb = seed_curves(r, arm), seed_curves(r, base)
