@@ -455,12 +455,12 @@ def mult_of(arm: str) -> str:
     return f"x{R.input_mult(arm)[1]:g}"
 
 
-def fair_row(recs, name, a, b, same=False) -> tuple:
-    """A headline row of the fair-rate group (section 9): arms a and b each at its best input-map multiplier (same:
-    the row below another of the group, "the same: ...")."""
+def fair_row(recs, name, a, b, same=False, where=None) -> tuple:
+    """A headline row of a fair-rate group (section 9): arms a and b each at its best input-map multiplier (same:
+    the row below another of the group, "the same: ..."; where: the row's own words for its group)."""
     r = recs[name]
     ma, mb = R.best_mult(r, a), R.best_mult(r, b)
-    where = "the same" if same else "8 x 512, the body at one rate, each input map at its best rate (section 9)"
+    where = where or ("the same" if same else "8 x 512, the body at one rate, each input map at its best rate (section 9)")
     return f"{where}: {a} ({mult_of(ma)}) vs {b} ({mult_of(mb)})", name, ma, name, mb
 
 
@@ -475,6 +475,8 @@ def b_headline(recs) -> str:
             ("6 x 384: lev vs tied", "ref", "lev", "ref", "tied"),
             ("8 x 512, each arm at its best rate: lev vs tied", big["lev"][0], "lev", big["tied"][0], "tied"),
             fair_row(recs, "big_fair", "lev_best", "tied"), fair_row(recs, "big_fair", "lev_best", "untied", same=True),
+            *([fair_row(recs, "big_len4m", "lev_best", "tied", where="the same 4x as long (section 10.2)")]
+              if "big_len4m" in recs else []),
             ("4 x 128, o200k_base (the paper's vocabulary): lev vs tied", "cpu_o200k_base", "lev", "cpu_o200k_base", "tied")):
         g = R.gap(recs[ga], a, recs[gb], b)
         zero = next(iter(next(iter(recs[ga]["runs"].values()))["zero_shot"]), None)     # the default dataset's name
@@ -793,7 +795,10 @@ def findings(recs, form="full") -> str:
     if f and "big_len4m" in recs:                    # the same setting trained longer (results.md section 10.2)
         gs, gl, _, length_way = length_move(recs, "big_fair", "big_len4m", "lev_best", "tied")
         tok = [recs[g]["setting"]["tokens"] / 1e6 for g in ("big_fair", "big_len4m")]
-        length = f"Trained longer (group `big_len4m`, the same setting), {v_length(recs, 'big_fair', 'big_len4m', 'lev_best', 'tied')}."
+        zs, zl, _, zero_way = length_move(recs, "big_fair", "big_len4m", "lev_best", "tied", "zero_shot:default")
+        length = (f"Trained longer (group `big_len4m`, the same setting), {v_length(recs, 'big_fair', 'big_len4m', 'lev_best', 'tied')}. "
+                  f"Out of domain (Python's documentation) the same gap moves {zero_way}: {said(zs)} at "
+                  f"{tok[0]:.2f}M, {said(zl)} at {tok[1]:.2f}M.")
     if form == "one":
         if f:
             _, g1, fate = lead_fate(recs, "big_sweep", "big_fair", "lev_best", "tied")
@@ -804,10 +809,14 @@ def findings(recs, form="full") -> str:
                              f"pairs ({pc(gl['mean'])})")
         else:
             fair_one = ""
+        out_one = f"out of domain it is {verdict(z['lev_best'])} tied ({pc(z['lev_best']['mean'])})"
+        if length_way:
+            out_one = (f"out of domain it is {verdict(z['lev_best'])} tied at {tok[0]:.2f}M tokens "
+                       f"({pc(z['lev_best']['mean'])} with each arm at its own rate, {pc(zs['mean'])} with every body at "
+                       f"one rate) and {pc(zl['mean'])} at {tok[1]:.2f}M")
         text = (f"LEV with its default settings is {' or '.join(words)} an embedding table at the scales a CPU trains; "
                 f"at 8 x 512 the sweep's best LEV is {verdict(vs['tied'])} tied in domain with each arm at its own "
-                f"rate ({pc(vs['tied']['mean'])}){fair_one}; out of domain it is {verdict(z['lev_best'])} tied "
-                f"({pc(z['lev_best']['mean'])}).")
+                f"rate ({pc(vs['tied']['mean'])}){fair_one}; {out_one}.")
     elif form == "short":
         if f:                                  # one story: the comparison at each arm's own rate, then what became of it
             fates = [lead_fate(recs, "big_sweep", "big_fair", "lev_best", b)[2] for b in ("tied", "untied")]
@@ -821,13 +830,14 @@ def findings(recs, form="full") -> str:
                          f"rate, which sets the body's rate too.", fair,
                          length_way and (f"Trained {tok[1] / tok[0]:.0f}x as long (`big_len4m`), lev_best's gap to tied "
                                          f"moves {length_way}: {said(gs)} at {tok[0]:.2f}M tokens, {said(gl)} at "
+                                         f"{tok[1]:.2f}M; out of domain {said(zs)} at {tok[0]:.2f}M, {said(zl)} at "
                                          f"{tok[1]:.2f}M."),
                          f"Out of domain it is {verdict(z['lev_best'])} tied (the zero-shot column).", ood,
                          "The paper's regime has not been run."] if x)
     else:
         text = " ".join(x for x in [s1, rare, cpu_sweep, f"{lead}. That lead rests on {rests}, and on settings chosen on the "
                              "validation split it is "
-                             "reported on.", fair, length, out + ".", ood, regime] if x)
+                             "reported on.", fair, out + ".", ood, length, regime] if x)
     return "\n".join(textwrap.wrap(text, 120, break_on_hyphens=False, break_long_words=False))
 
 
@@ -868,10 +878,11 @@ def v_fair(recs, name, a, b):
     return f"{a} (input map {mult_of(R.best_mult(r, a))}) is {fair_compared(r, a, b)}"
 
 
-def fair_gap(r, a, b) -> tuple:
-    """Arms a and b of a group, each at its best input-map multiplier: (b's arm at its best, the gap, paired by seed)."""
+def fair_gap(r, a, b, key="loss") -> tuple:
+    """Arms a and b of a group, each at its best input-map multiplier (by validation loss): (b's arm at its best, the
+    gap in `key`, paired by seed)."""
     mb = R.best_mult(r, b)
-    return mb, R.gap(r, R.best_mult(r, a), r, mb)
+    return mb, R.gap(r, R.best_mult(r, a), r, mb, key)
 
 
 def fair_compared(r, a, b) -> str:
@@ -925,12 +936,12 @@ def v_lead(recs, old, new, a, b):
             f"{v_fair(recs, new, a, b)}")
 
 
-def length_move(recs, short, long, a, b) -> tuple:
+def length_move(recs, short, long, a, b, key="loss") -> tuple:
     """a's gap to b (each at its best input-map multiplier) at the end of group `short` and of `long`, the same setting
     trained longer: (gap short, gap long, {seed: (short, long)} on the seeds both groups ran, which way it moved on
     those seeds: "in a's favour on both seeds both groups ran", "against a on ...", or "in a's favour on 1 of the 2
     seeds both groups ran and against it on the other" (a gap falling is a move in a's favour))."""
-    gs, gl = fair_gap(recs[short], a, b)[1], fair_gap(recs[long], a, b)[1]
+    gs, gl = fair_gap(recs[short], a, b, key)[1], fair_gap(recs[long], a, b, key)[1]
     both = {s: (x, y) for s, x in zip(gs["seeds"], gs["gaps"]) for t, y in zip(gl["seeds"], gl["gaps"]) if s == t}
     n, k = len(both), sum(y < x for x, y in both.values())
     seeds = "the one seed" if n == 1 else "both seeds" if n == 2 else f"all {n} seeds"
@@ -939,11 +950,12 @@ def length_move(recs, short, long, a, b) -> tuple:
     return gs, gl, both, way
 
 
-def v_length(recs, short, long, a, b):
+def v_length(recs, short, long, a, b, key="loss"):
     """What training longer does to a's gap to b: "from 1.02M to 4.10M training tokens (0.32 to 1.26 epochs),
     lev_best's gap to tied moves against lev_best on both seeds both groups ran: +6.1% [...] (`big_fair`) at 1.02M and
-    +7.0%, 2 seed pairs (`big_len4m`) at 4.10M; seed by seed +5.0% to +7.0% and ..."."""
-    gs, gl, both, way = length_move(recs, short, long, a, b)
+    +7.0%, 2 seed pairs (`big_len4m`) at 4.10M; seed by seed +5.0% to +7.0% and ...". key: "loss" (validation) or
+    "zero_shot:<dataset>"."""
+    gs, gl, both, way = length_move(recs, short, long, a, b, key)
     st = [recs[g]["setting"] for g in (short, long)]
     return (f"from {st[0]['tokens'] / 1e6:.2f}M to {st[1]['tokens'] / 1e6:.2f}M training tokens ({st[0]['epochs']:.2f} to "
             f"{st[1]['epochs']:.2f} epochs), {a}'s gap to {b} moves {way}: {said(gs)} (`{short}`) at "
