@@ -121,11 +121,20 @@ def pick(recs: dict, keys_of) -> dict:
     return dict(sorted(out.items(), key=lambda kv: (kind_order(kv[0][0], recs), kv[0][1])))
 
 
+def size_order(size: str) -> str:
+    """A preset size's sort key: its place in SIZES, then its name ("0cpu", "1ref"; unknown sizes last)."""
+    return f"{list(SIZES).index(size) if size in SIZES else 9}{size}"
+
+
+def ids_of(r: dict) -> str:
+    """The token ids a bench record timed: "real tokens" or "Zipf ids"."""
+    return "real tokens" if str(get(r, "bench/config/tokens") or "").startswith("real") else "Zipf ids"
+
+
 def config_key(name: str, r: dict) -> tuple:
     """A dtype configuration's sort key and identity: (size order, V, ids), e.g. ("0cpu", 50257, "Zipf ids")."""
     size, _, V = name.partition("@")
-    ids = "real tokens" if str(get(r, "bench/config/tokens") or "").startswith("real") else "Zipf ids"
-    return (f"{list(SIZES).index(size) if size in SIZES else 9}{size}", int(V), ids)
+    return (size_order(size), int(V), ids_of(r))
 
 
 def config_label(key: tuple, c: dict) -> str:
@@ -138,7 +147,7 @@ def arms_key(r: dict) -> tuple:
     """The arms section's identity: (size order, ids), e.g. ("1ref", "Zipf ids"); a record of bench.py before --size
     was kept measured the reference size; --tiny: "tiny"."""
     size = "tiny" if get(r, "bench/config/tiny") else get(r, "bench/config/size") or "ref"
-    return config_key(f"{size}@0", r)[::2]
+    return (size_order(size), ids_of(r))
 
 
 def arms_label(key: tuple) -> str:
