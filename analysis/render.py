@@ -793,10 +793,12 @@ def findings(recs, form="full") -> str:
     regime = "The paper's regime (200M-1.2B parameters, billions of tokens) has not been run."
     length, length_way = "", None
     if f and "big_len4m" in recs:                    # the same setting trained longer (results.md section 10.2)
-        gs, gl, _, length_way = length_move(recs, "big_fair", "big_len4m", "lev_best", "tied")
+        moved = length_move(recs, "big_fair", "big_len4m", "lev_best", "tied")
+        gs, gl, _, length_way = moved
         tok = [recs[g]["setting"]["tokens"] / 1e6 for g in ("big_fair", "big_len4m")]
         zs, zl, _, zero_way = length_move(recs, "big_fair", "big_len4m", "lev_best", "tied", "zero_shot:default")
-        length = (f"Trained longer (group `big_len4m`, the same setting), {v_length(recs, 'big_fair', 'big_len4m', 'lev_best', 'tied')}. "
+        length = (f"Trained longer (group `big_len4m`, the same setting), "
+                  f"{length_text(recs, 'big_fair', 'big_len4m', 'lev_best', 'tied', moved)}. "
                   f"Out of domain (Python's documentation) the same gap moves {zero_way}: {said(zs)} at "
                   f"{tok[0]:.2f}M, {said(zl)} at {tok[1]:.2f}M.")
     if form == "one":
@@ -955,7 +957,12 @@ def v_length(recs, short, long, a, b, key="loss"):
     lev_best's gap to tied moves against lev_best on both seeds both groups ran: +6.1% [...] (`big_fair`) at 1.02M and
     +7.0%, 2 seed pairs (`big_len4m`) at 4.10M; seed by seed +5.0% to +7.0% and ...". key: "loss" (validation) or
     "zero_shot:<dataset>"."""
-    gs, gl, both, way = length_move(recs, short, long, a, b, key)
+    return length_text(recs, short, long, a, b, length_move(recs, short, long, a, b, key))
+
+
+def length_text(recs, short, long, a, b, moved) -> str:
+    """v_length's words for length_move's result `moved`."""
+    gs, gl, both, way = moved
     st = [recs[g]["setting"] for g in (short, long)]
     return (f"from {st[0]['tokens'] / 1e6:.2f}M to {st[1]['tokens'] / 1e6:.2f}M training tokens ({st[0]['epochs']:.2f} to "
             f"{st[1]['epochs']:.2f} epochs), {a}'s gap to {b} moves {way}: {said(gs)} (`{short}`) at "
