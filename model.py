@@ -422,8 +422,14 @@ class GPT(nn.Module):
         "norm" protocol's RMSNorm gain."""
         return list(self.wte.parameters()) + (list(self.input_norm.parameters()) if self.input_norm else [])
 
+    def codebook_parameters(self) -> list:
+        """The input map's digit codebooks (LEV's and factorized_mlp's `codebooks`: rows shared by the ids with
+        one digit); [] for an input map without them."""
+        cb = getattr(self.wte, "codebooks", None)
+        return [cb] if isinstance(cb, nn.Parameter) else []
+
     def configure_optimizer(self, lr, weight_decay, betas, device_type="cpu", decay_lev_norm=False,
-                            emb_lr_mult=1.0, emb_weight_decay=True):
+                            emb_lr_mult=1.0, emb_weight_decay=True, codebook_lr_mult=None):
         """AdamW with weight decay on matrices (tables, linear weights, LEV's codebooks, W, Delta, W_out) and none
         on gains and biases: the norms' gains and LEV's LayerNorm gain and bias, which are (h, d_s) but one vector
         per head (decay would pull the gain toward 0, not its neutral 1; decay_lev_norm=True decays them too).
@@ -431,19 +437,27 @@ class GPT(nn.Module):
         (knot_width_raw, (h, d_s)) toward width 1, the fixed grid's (our choice).
         The input map's parameters (input_map_parameters; tied: the one table, input and head) may train at
         emb_lr_mult times the body's rate and without decay (emb_weight_decay=False), for every arm alike: our choice
-        is one rate and one decay for all. Each group's "lr_mult" scales the schedule's rate (train.py).
+        is one rate and one decay for all. codebook_lr_mult (None: emb_lr_mult) sets the digit codebooks'
+        multiplier apart from the rest of the input map's (codebook_parameters; LEV and factorized_mlp only).
+        Each group's "lr_mult" scales the schedule's rate (train.py).
         Every parameter is in exactly one group; parameters with the same (decayed, lr_mult) share one."""
-        if not (emb_lr_mult > 0 and math.isfinite(emb_lr_mult)):
-            raise ValueError(f"emb_lr_mult must be a positive number (the input map's rate over the body's), "
-                             f"got {emb_lr_mult}.")
+        for name, m in (("emb_lr_mult", emb_lr_mult), ("codebook_lr_mult", codebook_lr_mult)):
+            if m is not None and not (m > 0 and math.isfinite(m)):
+                raise ValueError(f"{name} must be a positive number (a rate over the body's), got {m}.")
+        codebooks = {id(p) for p in self.codebook_parameters()}
+        if codebook_lr_mult is not None and not codebooks:
+            raise ValueError(f"codebook_lr_mult sets the digit codebooks' rate, and emb={self.cfg.emb} has none (lev "
+                             f"and factorized_mlp do); leave it unset and use emb_lr_mult for this input map.")
         emb_params = {id(p) for p in self.input_map_parameters()}
         groups = {}
         for n, p in self.named_parameters():
             if not p.requires_grad:
                 continue
             is_emb = id(p) in emb_params
+            mult = (codebook_lr_mult if id(p) in codebooks and codebook_lr_mult is not None else
+                    emb_lr_mult if is_emb else 1.0)
             decayed = decays(n, p, decay_lev_norm) and (emb_weight_decay or not is_emb)
-            groups.setdefault((decayed, emb_lr_mult if is_emb else 1.0), []).append(p)
+            groups.setdefault((decayed, mult), []).append(p)
         groups = [dict(params=ps, weight_decay=weight_decay if decayed else 0.0, lr=lr * mult, lr_mult=mult)
                   for (decayed, mult), ps in sorted(groups.items(), key=lambda kv: (not kv[0][0], kv[0][1]))]
         fused = device_type in ("cuda", "cpu")       # one kernel per step instead of one per tensor (faster)

@@ -60,6 +60,8 @@ class TrainConfig:
     decay_lev_norm: bool = False  # decay LEV's LayerNorm gain and bias too (per-head vectors; runs before 2026-12-04 did)
     emb_lr_mult: float = 1.0      # the input map's parameters train at lr x this, for every --emb (tied: the one table,
                                   # input and head); our choice: 1, the body's rate
+    codebook_lr_mult: float = 0.0  # LEV's digit codebooks (lev, factorized_mlp) train at lr x this (0 = --emb-lr-mult's,
+                                  # as the rest of the input map); our choice: 0, one multiplier for the whole map
     emb_weight_decay: bool = True  # AdamW decay on the input map's matrices as on the body's (our choice; False: none)
     beta1: float = ADAMW["beta1"]  # AdamW beta1
     beta2: float = ADAMW["beta2"]  # AdamW beta2
@@ -87,11 +89,13 @@ class TrainConfig:
 
 CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=checked(int, 1),
               eval_iters=checked(int, 1), log_interval=checked(int, 1), batch_size=checked(int, 1),
-              grad_accum=checked(int, 1), lr=checked(float, 0, exclusive=True), min_lr_ratio=checked(float, 0),
+              grad_accum=checked(int, 1), lr=checked(float, 0, exclusive=True), min_lr_ratio=checked(float, 0, maximum=1),
               warmup_iters=checked(int, 0), weight_decay=checked(float, 0), grad_clip=checked(float, 0),
-              sample_tokens=checked(int, 0), emb_lr_mult=checked(float, 0, exclusive=True))
+              sample_tokens=checked(int, 0), emb_lr_mult=checked(float, 0, exclusive=True),
+              codebook_lr_mult=checked(float, 0))
 
 
+CODEBOOK_ARMS = ("lev", "factorized_mlp")     # the input maps with digit codebooks (--codebook-lr-mult)
 RENAMED = dict(lev_lr_mult="emb_lr_mult", lev_weight_decay="emb_weight_decay")   # an old field -> its name now
 
 
@@ -117,6 +121,9 @@ def parse_args(argv=None):
         pick(GPTConfig, args, vocab_size=2)  # the model's own checks (e.g. n_embd % n_head, LEV's sizes)
     except ValueError as e:
         parser.error(str(e))
+    if args.codebook_lr_mult and args.emb not in CODEBOOK_ARMS:
+        parser.error(f"--codebook-lr-mult sets the digit codebooks' rate, and --emb={args.emb} has none (only "
+                     f"{' and '.join(CODEBOOK_ARMS)} do); drop it, or use --emb-lr-mult for this input map.")
     return args, explicit_flags((TrainConfig, GPTConfig), argv, skip=("vocab_size",)), preset
 
 
@@ -206,7 +213,8 @@ def setup(argv=None) -> Run:
     torch.manual_seed(tc.seed)
     raw_model = accelerate(GPT(mc).to(device), tc.fast)
     optimizer = raw_model.configure_optimizer(tc.lr, tc.weight_decay, (tc.beta1, tc.beta2), device.split(":")[0],
-                                              tc.decay_lev_norm, tc.emb_lr_mult, tc.emb_weight_decay)
+                                              tc.decay_lev_norm, tc.emb_lr_mult, tc.emb_weight_decay,
+                                              tc.codebook_lr_mult or None)
     model = torch.compile(raw_model) if tc.compile else raw_model
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.startswith("cuda") else None)
@@ -223,7 +231,8 @@ def setup(argv=None) -> Run:
         os.makedirs(tc.out_dir, exist_ok=True)
         with open(os.path.join(tc.out_dir, "config.json"), "w") as f:
             json.dump(dict(train=asdict(tc), model=asdict(mc), tokenizer=run.tokenizer, dataset=data.path,
-                           params=raw_model.param_breakdown(), world_size=world, device=device, dtype=dtype), f, indent=2)
+                           params=raw_model.param_breakdown(), world_size=world, device=device, dtype=dtype,
+                           peak_lr={part: tc.lr * m for part, m in rate_mults(tc, raw_model).items()}), f, indent=2)
         run.log_file = open(os.path.join(tc.out_dir, "log.jsonl"), "a" if ckpt is not None else "w")  # one run's events
     return run
 
@@ -267,6 +276,8 @@ def banner(run: Run, dtype_why: str, memory: str = ""):
             f"V={mc.vocab_size}")
     run.say(f"parameters: input map {bd['input']:,} | output head {bd['output']:,}"
             f"{' (tied: shares the input table)' if mc.emb == 'tied' else ''} | body {bd['body']:,} | total {bd['total']:,}")
+    run.say("peak learning rates: " + " | ".join(f"{part} {mult:g}x = {tc.lr * mult:.3g}"
+                                                 for part, mult in rate_mults(tc, run.raw_model).items()))
     run.say(f"tokens per step {run.tokens_per_step:,} = {tc.batch_size} seq x {mc.block_size} tokens x {tc.grad_accum} "
             f"accum x {run.world} proc; {tc.max_iters:,} steps = {total:,} tokens ({short(total)}), "
             f"{total / bd['total']:.3g} per parameter of this model (Chinchilla-optimal: about 20)")
@@ -289,6 +300,14 @@ def banner(run: Run, dtype_why: str, memory: str = ""):
     else:
         run.say(f"{'resuming at step ' + str(run.step) if run.resumed_at >= 0 else 'starting at step 0'}; "
                 f"run dir {tc.out_dir}")
+
+
+def rate_mults(tc: TrainConfig, model: GPT) -> dict:
+    """Each optimizer part's multiplier of the schedule's rate: the body, the input map, and (lev, factorized_mlp)
+    the digit codebooks apart from the rest of the input map (model.configure_optimizer's groups)."""
+    if not model.codebook_parameters():
+        return {"body": 1.0, "input map": tc.emb_lr_mult}
+    return {"body": 1.0, "input map but codebooks": tc.emb_lr_mult, "codebooks": tc.codebook_lr_mult or tc.emb_lr_mult}
 
 
 def short(n: float) -> str:

@@ -223,6 +223,16 @@ def input_mult(arm: str) -> tuple:
         return arm, 1.0
 
 
+def codebook_mult(arm: str) -> tuple:
+    """"lev_best_cb5" -> ("lev_best", 5.0), an arm whose digit codebooks trained at 5x the body's rate (train.py
+    --codebook-lr-mult); "lev_best" -> ("lev_best", None). Take input_mult's base first: "lev_best_cb5_x0.6"."""
+    base, sep, m = arm.rpartition("_cb")
+    try:
+        return (base, float(m)) if sep and base and float(m) > 0 else (arm, None)
+    except ValueError:
+        return arm, None
+
+
 def best_mult(record: dict, base: str) -> str:
     """The arm of `base` (base, base_x<m>, ...) with the lowest mean loss over the seeds that every one of its
     multipliers ran (seed 1 in a multiplier search); None where the record has none of them."""

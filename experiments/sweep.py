@@ -134,21 +134,37 @@ def group_dir(sc: SweepConfig) -> str:
     return os.path.join(sc.out, "text", sc.group or f"{sc.body}_sweep")
 
 
-def split_mult(name: str) -> tuple:
-    """"tied_x1.67" -> ("tied", 1.67); "tied" -> ("tied", None); a name that is neither a setting nor a setting with
-    "_x<m>" (m a positive number) -> (name, None), which `known` refuses."""
+def split_name(name: str) -> tuple:
+    """A run's setting name -> (setting, codebooks' multiplier, input map's multiplier): "lev_best_cb5_x0.6" ->
+    ("lev_best", 5.0, 0.6); "tied_x1.67" -> ("tied", None, 1.67); "tied" -> ("tied", None, None). A name that is not
+    <setting>[_cb<c>][_x<m>] (c, m positive numbers) -> (name, None, None), which `known` refuses."""
     base, m = records.input_mult(name)
-    return (base, m) if base != name and base in SETTINGS else (name, None)
+    m = m if base != name else None
+    setting, cb = records.codebook_mult(base)
+    return (setting, cb, m) if setting in SETTINGS else (name, None, None)
+
+
+def split_mult(name: str) -> tuple:
+    """"tied_x1.67" -> ("tied", 1.67); "lev_best_cb5" -> ("lev_best", None); "tied" -> ("tied", None)."""
+    setting, _, m = split_name(name)
+    return setting, m
+
+
+def has_codebooks(setting: str) -> bool:
+    return any(f in SETTINGS[setting] for f in ("--emb=lev", "--emb=factorized_mlp"))
 
 
 def known(name: str) -> bool:
-    return split_mult(name)[0] in SETTINGS
+    setting, cb, _ = split_name(name)
+    return setting in SETTINGS and (cb is None or has_codebooks(setting))
 
 
 def setting_flags(name: str) -> list:
-    """A setting's train.py flags; "<setting>_x<m>" adds --emb-lr-mult=<m> (the input map at m x the body's rate)."""
-    base, m = split_mult(name)
-    return SETTINGS[base] + ([f"--emb-lr-mult={m:g}"] if m is not None else [])
+    """A setting's train.py flags; "_cb<c>" adds --codebook-lr-mult=<c> (LEV's digit codebooks at c x the body's
+    rate), "_x<m>" --emb-lr-mult=<m> (the rest of the input map at m x the body's rate)."""
+    setting, cb, m = split_name(name)
+    return (SETTINGS[setting] + ([f"--codebook-lr-mult={cb:g}"] if cb is not None else [])
+            + ([f"--emb-lr-mult={m:g}"] if m is not None else []))
 
 
 def parse_lrs(items: list) -> dict:
@@ -195,7 +211,8 @@ def main(argv=None):
     unknown = [s for s in sc.settings if not known(s)]
     if unknown:
         sys.exit(f"error: unknown setting(s) {', '.join(unknown)}; `python -m experiments.sweep list` lists them "
-                 "(a setting's name + _x<m>, e.g. tied_x3, trains its input map at m x the body's rate).")
+                 "(a setting's name + _x<m>, e.g. tied_x3, trains its input map at m x the body's rate; a LEV setting's + _cb<c>, "
+                 "e.g. lev_best_cb5, its digit codebooks at c x the body's rate).")
     if sc.lr < 0:
         sys.exit(f"error: --lr must be a positive learning rate (or 0 for the body's preset rate), got {sc.lr}.")
     lrs = parse_lrs(sc.lrs)
@@ -262,7 +279,7 @@ def run_order(label: str) -> tuple:
     """A run folder's place in the group: by seed, then SETTINGS' order, then the input map's multiplier."""
     name, seed = records.arm_of(label)
     base, m = split_mult(name)
-    return seed, list(SETTINGS).index(base), m or 1.0
+    return seed, list(SETTINGS).index(base), split_name(name)[1] or 0.0, m or 1.0
 
 
 def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> str:

@@ -329,3 +329,85 @@ def test_dry_run_prints_the_budget_without_data_or_gpu(tmp_path, capsys):
     assert "V=200019" in out and f"91,935 steps = {total:,} tokens (24.1B)" in out
     assert f"{total / res['params']['total']:.3g} per parameter of this model" in out and "not prepared" in out
     assert "--max-tokens 24.2e9" in out and "dry run: nothing trained or written" in out
+
+
+def reference_groups(model, tc, cb_mult):
+    """The AdamW groups written out by name, slowly: {(weight decay, rate multiplier): parameter names}. The digit
+    codebooks ("wte.codebooks") at cb_mult (None: --emb-lr-mult's), the rest of the input map ("wte.*", the "norm"
+    protocol's gain, and a tied model's head) at --emb-lr-mult, the body at 1; decay on matrices, but not on LEV's
+    LayerNorm gain and bias (unless --decay-lev-norm) nor on the input map under --emb-weight-decay=False."""
+    out = {}
+    for n, p in model.named_parameters():
+        emb = n.startswith(("wte.", "input_norm.")) or (model.cfg.emb == "tied" and n == "lm_head.weight")
+        mult = (cb_mult or tc.emb_lr_mult) if n == "wte.codebooks" else tc.emb_lr_mult if emb else 1.0
+        decayed = (p.dim() >= 2 and (tc.decay_lev_norm or not n.endswith(("ln_weight", "ln_bias")))
+                   and (tc.emb_weight_decay or not emb))
+        out.setdefault((tc.weight_decay if decayed else 0.0, mult), set()).add(n)
+    return out
+
+
+def optimizer_groups(flags):
+    """train.py's AdamW groups for `flags` (parsed as train.py parses them, the model built on the meta device as
+    --dry-run does), keyed as reference_groups."""
+    from model import GPT, GPTConfig
+    from util.cli import pick
+    args, _, _ = train.parse_args(["--preset=tiny", "--n-layer=1", "--n-embd=64", "--n-head=2", "--weight-decay=0.1",
+                                   *flags])
+    tc = pick(train.TrainConfig, args)
+    with torch.device("meta"):
+        model = GPT(pick(GPTConfig, args, vocab_size=1000))
+    opt = model.configure_optimizer(tc.lr, tc.weight_decay, (tc.beta1, tc.beta2), "meta", tc.decay_lev_norm,
+                                    tc.emb_lr_mult, tc.emb_weight_decay, tc.codebook_lr_mult or None)
+    names = {id(p): n for n, p in model.named_parameters()}
+    groups = {(g["weight_decay"], g["lr_mult"]): {names[id(p)] for p in g["params"]} for g in opt.param_groups}
+    assert all(g["lr"] == pytest.approx(tc.lr * g["lr_mult"]) for g in opt.param_groups)
+    return model, tc, groups
+
+
+def codebook_settings():
+    """Every setting of experiments/sweep.py whose input map has digit codebooks (lev and its variants)."""
+    from experiments import sweep
+    return [name for name in sweep.SETTINGS if sweep.has_codebooks(name)]
+
+
+@pytest.mark.parametrize("setting", codebook_settings())
+def test_each_lev_part_trains_in_the_group_its_flag_names(setting):
+    """For lev and every LEV variant of the sweep: --codebook-lr-mult puts the codebooks (and only them) at its rate,
+    --emb-lr-mult the rest of the input map, the body at the schedule's rate; without --codebook-lr-mult the groups
+    are exactly the one-multiplier groups (the codebooks with the rest of the input map)."""
+    from experiments import sweep
+    flags = sweep.SETTINGS[setting]
+    for extra, cb in (([], None), (["--emb-lr-mult=2"], None), (["--codebook-lr-mult=5"], 5.0),
+                      (["--codebook-lr-mult=20", "--emb-lr-mult=0.6"], 20.0)):
+        model, tc, groups = optimizer_groups([*flags, *extra])
+        assert "wte.codebooks" in dict(model.named_parameters()), setting
+        assert groups == reference_groups(model, tc, cb), (setting, extra)
+
+
+def test_codebook_lr_mult_in_the_sweeps_names_and_the_saved_config(dataset, tmp_path):
+    """A sweep name's _cb<c> and _x<m> become the two flags; the run's config.json and banner carry each part's
+    rate."""
+    from experiments import sweep
+    assert sweep.setting_flags("lev_best_cb5_x0.6") == [*sweep.SETTINGS["lev_best"], "--codebook-lr-mult=5",
+                                                        "--emb-lr-mult=0.6"]
+    assert sweep.split_name("untied_x45") == ("untied", None, 45.0) and not sweep.known("untied_cb5")
+    assert sweep.known("lev_cb20") and not sweep.known("lev_cbx")
+    res = run(dataset, tmp_path, "--emb", "lev", "--max-iters", "1", "--eval-interval", "1", "--lr=1e-3",
+              "--codebook-lr-mult=5", "--emb-lr-mult=2")
+    assert res["status"] == "done"
+    config = json.load(open(os.path.join(tmp_path, "config.json")))
+    assert config["train"]["codebook_lr_mult"] == 5
+    assert config["peak_lr"] == pytest.approx({"body": 1e-3, "input map but codebooks": 2e-3, "codebooks": 5e-3})
+
+
+@pytest.mark.parametrize("flags, says", [
+    (["--emb=tied", "--codebook-lr-mult=5"], "--emb=tied has none"),
+    (["--emb=lev", "--codebook-lr-mult=-1"], "must be >= 0"),
+    (["--emb=lev", "--codebook-lr-mult=nan"], "must be a finite number"),
+    (["--emb=lev", "--emb-lr-mult=inf"], "must be a finite number"),
+    (["--min-lr-ratio=5"], "must be <= 1"),
+])
+def test_a_bad_rate_flag_is_a_sentence(flags, says, capsys):
+    with pytest.raises(SystemExit) as e:
+        train.parse_args(flags)
+    assert e.value.code == 2 and says in capsys.readouterr().err

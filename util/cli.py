@@ -23,6 +23,7 @@ import dataclasses
 import functools
 import inspect
 import io
+import math
 import re
 import textwrap
 import tokenize
@@ -41,15 +42,20 @@ def str2bool(s) -> bool:
     raise argparse.ArgumentTypeError(f"expected a boolean (True/False, 1/0, yes/no), got {s!r}")
 
 
-def checked(kind, minimum=None, exclusive=False):
-    """An argparse type that converts with `kind` and rejects values below (or at) `minimum`."""
+def checked(kind, minimum=None, exclusive=False, maximum=None):
+    """An argparse type that converts with `kind` and rejects values below (or at) `minimum`, above `maximum`, and
+    (floats) nan and inf."""
     def convert(s):
         try:
             v = kind(s)
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected {kind.__name__}, got {s!r}") from None
+        if kind is float and not math.isfinite(v):
+            raise argparse.ArgumentTypeError(f"must be a finite number, got {s}")
         if minimum is not None and (v < minimum or (exclusive and v == minimum)):
             raise argparse.ArgumentTypeError(f"must be {'>' if exclusive else '>='} {minimum}, got {s}")
+        if maximum is not None and v > maximum:
+            raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {s}")
         return v
     convert.__name__ = kind.__name__
     return convert
