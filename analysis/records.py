@@ -159,6 +159,28 @@ def pooled(record: dict, arm: str, view: str = "val", bucket=None, base=None) ->
     return p[names.index(bucket)] if bucket in names else None
 
 
+def union(recs: dict, name: str) -> dict:
+    """The record "A+B+...": group A's runs with those of B, ... that A has not (an arm and run seed A also ran is
+    kept apart, in "replicas": {label: {"group", "loss", "first"}}, the same training run on another machine or
+    code). For comparisons paired by seed across groups with one setting (a group beside another, on another machine
+    or day); the pooled intervals over windows stay A's (they need the runs scored together)."""
+    first, *more = [recs[n] for n in name.split("+")]
+    for r in more:
+        if r["setting"].get("tokens") != first["setting"].get("tokens") or \
+                r["setting"].get("body") != first["setting"].get("body"):
+            raise ValueError(f"{first['name']} and {r['name']} have different settings (body, tokens): their runs "
+                             "do not pair; compare them with GROUP:ARM specs instead.")
+    runs, replicas = dict(first["runs"]), {}
+    for r in more:
+        for label, run in r["runs"].items():
+            if label in runs:
+                replicas[label] = dict(group=r["name"], loss=run["loss"], first=runs[label]["loss"])
+            else:
+                runs[label] = dict(run, group=r["name"])
+    return dict(first, name=name, runs=runs, replicas=replicas,
+                wall=None, command="; ".join(r["command"] for r in (first, *more)))
+
+
 def arms(record: dict) -> list:
     """The record's arms, in the order of its runs."""
     return list(dict.fromkeys(r["arm"] for r in record["runs"].values()))
@@ -233,10 +255,18 @@ def codebook_mult(arm: str) -> tuple:
         return arm, None
 
 
+def part_mults(arm: str) -> tuple:
+    """An arm's name -> (base, codebooks' multiplier or None, the input map's multiplier): "lev_best_cb5_x0.6" ->
+    ("lev_best", 5.0, 0.6); "tied_x5" -> ("tied", None, 5.0) (experiments/sweep.py's names)."""
+    base, m = input_mult(arm)
+    base, cb = codebook_mult(base)
+    return base, cb, m
+
+
 def best_mult(record: dict, base: str) -> str:
-    """The arm of `base` (base, base_x<m>, ...) with the lowest mean loss over the seeds that every one of its
-    multipliers ran (seed 1 in a multiplier search); None where the record has none of them."""
-    arms_ = [a for a in arms(record) if input_mult(a)[0] == base]
+    """The arm of `base` (base, base_x<m>, and for LEV base_cb<c>[_x<m>]) with the lowest mean loss over the seeds
+    that every one of its multipliers ran (seed 1 in a multiplier search); None where the record has none of them."""
+    arms_ = [a for a in arms(record) if part_mults(a)[0] == base]
     if not arms_:
         return None
     common = set.intersection(*(set(losses(record, a)) for a in arms_))

@@ -38,6 +38,7 @@ NOTEBOOKS = [os.path.join(ROOT, "notebooks", n) for n in ("01_lev_step_by_step.i
 FINDINGS_CELL = "print(render.findings(records.load_all()))"   # a notebook code cell whose output render writes
 TRENDS = os.path.join(DOCS, "trends.md")                                                # a doc rendered whole
 COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
+FAIR = "big_fair+big_fair_parts"        # the fair-rate group with the runs beside it (records.union)
 BODIES = ("cpu", "ref", "big", "xl", "xxl")           # from table-heavy to body-heavy
 BLOCK = re.compile(r"(<!-- render: (.*?) -->\n)(.*?)(<!-- end render -->)", re.S)
 VALUE = re.compile(r"(<!-- = (.+?) -->)(.*?)(<!-- = -->)", re.S)
@@ -451,8 +452,9 @@ def b_fit(recs, axis, *groups) -> str:
 
 
 def mult_of(arm: str) -> str:
-    """"tied_x5" -> "x5": the input map's rate multiplier as the docs write it."""
-    return f"x{R.input_mult(arm)[1]:g}"
+    """"tied_x5" -> "x5", "lev_best_cb20" -> "x1, codebooks x20": the rate multipliers as the docs write them."""
+    _, cb, m = R.part_mults(arm)
+    return f"x{m:g}" + (f", codebooks x{cb:g}" if cb is not None else "")
 
 
 def fair_row(recs, name, a, b, same=False, where=None) -> tuple:
@@ -586,13 +588,15 @@ def sweep_figures(recs, name, out=DOCS) -> list:
 
 
 def b_mults(recs, name, *bases) -> str:
-    """The input map's rate multiplier per arm (arms "<arm>_x<m>" of a group): validation perplexity (mean over seeds;
-    how many), each arm's best in bold (on the seeds every multiplier ran), and its zero-shot perplexity."""
+    """The input map's rate multiplier per arm (arms "<arm>_x<m>" of a group; a LEV arm's codebooks at a rate of their
+    own are b_parts'): validation perplexity (mean over seeds; how many), each arm's best in bold (on the seeds every
+    multiplier ran), and its zero-shot perplexity."""
     r = recs[name]
     by_base = {}
     for a in R.arms(r):
-        base, m = R.input_mult(a)
-        by_base.setdefault(base, {})[m] = a
+        base, cb, m = R.part_mults(a)
+        if cb is None:
+            by_base.setdefault(base, {})[m] = a
     mults = sorted({m for v in by_base.values() for m in v})
     zero = sorted({d for run in r["runs"].values() for d in run["zero_shot"]})
     rows = []
@@ -607,6 +611,53 @@ def b_mults(recs, name, *bases) -> str:
         rows.append(cells)
     return md_table([f"arm ([legend]({LEGEND}))"] + [f"input map x{m:g}" for m in mults] + ["best"] +
                     [f"zero-shot ({d}) at the best" for d in zero], rows)
+
+
+def part_grid(r, base) -> dict:
+    """{(codebooks' multiplier, the rest's multiplier): arm} of a LEV arm in a record; the codebooks' multiplier of an
+    arm without "_cb" is the rest's (one multiplier for the whole input map)."""
+    out = {}
+    for a in R.arms(r):
+        b, cb, m = R.part_mults(a)
+        if b == base:
+            out[(m if cb is None else cb, m)] = a
+    return out
+
+
+def b_parts(recs, name, base) -> str:
+    """A LEV arm's two rates: validation perplexity (mean over seeds; how many) per multiplier of its digit codebooks
+    (rows) and of the rest of its input map (columns: W, its LayerNorm, S and W_out), the best in bold."""
+    r = recs[name]
+    grid = part_grid(r, base)
+    best = R.best_mult(r, base)
+    rests = sorted({m for _, m in grid})
+    rows = []
+    for cb in [None] + sorted({c for c, m in grid if c != m}):
+        cells = ["the rest's (one rate)" if cb is None else f"x{cb:g}"]
+        for m in rests:
+            a = grid.get((m if cb is None else cb, m))
+            s = "-" if a is None or (cb is not None and R.part_mults(a)[1] is None) else \
+                f"{R.mean_sd(r, a)[0]:.2f} ({len(R.losses(r, a))})"
+            cells.append(f"**{s}**" if a == best and s != "-" else s)
+        rows.append(cells)
+    return md_table([f"{base}: codebooks at ([legend]({LEGEND}))"] + [f"the rest x{m:g}" for m in rests], rows)
+
+
+def v_cb_best(recs, name, base):
+    """Where the best multiplier of a LEV arm's codebooks lies among those tried with the rest at its best (the rest's
+    own multiplier counted: one rate for the whole map): "x1, the smallest tried (x1-x45)"."""
+    r = recs[name]
+    best = R.best_mult(r, base)
+    _, cb, m = R.part_mults(best)
+    tried = sorted(c for (c, mm) in part_grid(r, base) if mm == m)
+    return edge(cb if cb is not None else m, tried)
+
+
+def edge(best, tried) -> str:
+    """"x5, inside the range tried (x1-x8)": where a best multiplier lies among those tried."""
+    where = ("the only one tried" if len(tried) == 1 else "the largest tried" if best == tried[-1] else
+             "the smallest tried" if best == tried[0] else "inside the range tried")
+    return f"x{best:g}, {where} (x{tried[0]:g}-x{tried[-1]:g})"
 
 
 def b_fair(recs, name, *pairs) -> str:
@@ -851,7 +902,7 @@ BLOCKS = dict(group=b_group, arms=b_arms, buckets=b_buckets, curve=b_curve, effi
               downstream=b_downstream, protocol=b_protocol, compare=b_compare, rates=b_rates, at_best=b_at_best,
               trend=b_trend, fit=b_fit, shares=b_shares, headline=b_headline, sweep=b_sweep, ablation=b_ablation,
               mults=b_mults, fair=b_fair, fair_seen=b_fair_seen, zero_seen=b_zero_seen, findings=b_findings, near_unseen=b_near_unseen,
-              unseen=b_unseen)
+              unseen=b_unseen, parts=b_parts)
 
 
 # ------------------------------------------------------------------------------------------------------------
@@ -1044,13 +1095,21 @@ def v_norms(recs, name, *arms):
 
 
 def v_mult_best(recs, name, base):
-    """Where an arm's best input-map multiplier lies among those its group tried: "x5, the largest tried (x1-x5)"."""
+    """Where an arm's best input-map multiplier lies among those its group tried: "x5, the largest tried (x1-x5)" (a
+    LEV arm: one rate for the whole map; its codebooks' own rate is v_cb_best's)."""
     r = recs[name]
-    tried = sorted(R.input_mult(a)[1] for a in R.arms(r) if R.input_mult(a)[0] == base)
-    best = R.input_mult(R.best_mult(r, base))[1]
-    where = ("the only one tried" if len(tried) == 1 else "the largest tried" if best == tried[-1] else
-             "the smallest tried" if best == tried[0] else "inside the range tried")
-    return f"x{best:g}, {where} (x{tried[0]:g}-x{tried[-1]:g})"
+    tried = sorted(m for a in R.arms(r) for b, cb, m in [R.part_mults(a)] if b == base and cb is None)
+    return edge(R.part_mults(R.best_mult(r, base))[2], tried)
+
+
+def v_replica(recs, name):
+    """A union's runs trained twice (the same run seed and flags in two groups): how far the second's validation
+    perplexity lies from the first's, "lev_best seed 1: +0.2% (big_fair_parts against big_fair)"."""
+    r = recs[name]
+    first = name.split("+")[0]
+    out = [f"{R.arm_of(label)[0]} seed {R.arm_of(label)[1]}: {pc(math.expm1(x['loss'] - x['first']), 2)} "
+           f"({x['group']} against {first})" for label, x in r.get("replicas", {}).items()]
+    return listed(out) if out else "none"
 
 
 def v_count(recs, *names):
@@ -1123,7 +1182,7 @@ VALUES = dict(gap=v_gap, gain=v_gain, behind=v_behind, runs=v_count, reach=v_rea
               bucket_gain=v_bucket_gain, ppl=v_ppl, budget=v_budget,
               spread=v_spread, means=v_means, sharing=v_sharing, fair=v_fair, mult_best=v_mult_best, vs=v_vs, lead=v_lead,
               unseen=v_unseen, near=v_near, deficit_share=v_deficit_share, norms=v_norms,
-              in_domain=v_in_domain, length=v_length)
+              in_domain=v_in_domain, length=v_length, cb_best=v_cb_best, replica=v_replica)
 
 # docs/performance.md and the README's performance lines: blocks and values from the benchmark records
 from analysis import perf_render  # noqa: E402 (here, so that the performance page joins the tables in one place)
@@ -1205,9 +1264,41 @@ def figures(recs, out=DOCS) -> list:
         paths += sweep_figures(recs, "cpu_sweep", out)
     if "big_fair" in recs:
         paths.append(norms_figure(recs, "big_fair", os.path.join(out, "fair_norms.png")))
+    if "big_fair_parts" in recs:
+        paths.append(rates_figure({**recs, FAIR: R.union(recs, FAIR)}, FAIR, os.path.join(out, "fair_rates.png")))
     if "big_len4m" in recs:
         paths.append(length_figure(recs, "big_len4m", os.path.join(out, "len4m_curves.png"), short="big_fair"))
     return paths
+
+
+def rates_figure(recs, name, path, arms=("tied", "untied", "lev", "lev_best")):
+    """Validation perplexity (mean over each multiplier's seeds) against each part's rate multiplier, per arm: a table's
+    one table, LEV's whole input map, and a LEV arm's codebooks alone (the rest at its best multiplier); each curve's
+    best ringed."""
+    import matplotlib.pyplot as plt
+    r = recs[name]
+    fig, ax = plt.subplots(figsize=(6.2, 3.9))
+    for i, base in enumerate(arms):
+        color = {**COLORS, "lev_best": "C3"}.get(base, f"C{i + 4}")
+        grid = part_grid(r, base)
+        best = R.best_mult(r, base)
+        _, _, m_best = R.part_mults(best)
+        whole = sorted((m, a) for (c, m), a in grid.items() if R.part_mults(a)[1] is None)
+        lines = [(whole, "-", f"{base}: {'its table' if base in ('tied', 'untied') else 'the whole input map'}")]
+        cbs = sorted((c, a) for (c, m), a in grid.items() if m == m_best and (R.part_mults(a)[1] is not None or c == m))
+        if any(R.part_mults(a)[1] is not None for _, a in cbs):
+            lines.append((cbs, "--", f"{base}: its codebooks alone (the rest x{m_best:g})"))
+        for pts, style, label in lines:
+            xs = [x for x, _ in pts]
+            ys = [R.mean_sd(r, a)[0] for _, a in pts]
+            ax.plot(xs, ys, style, marker="o", ms=3, color=color, label=label)
+            for x, a in pts:
+                if a == best:
+                    ax.plot([x], [R.mean_sd(r, a)[0]], "o", ms=9, mfc="none", color=color)
+    ax.set(xscale="log", yscale="log", xlabel="rate multiplier over the body's (6e-4)", ylabel="val perplexity",
+           title=f"Each part's rate, 8 x 512, 1.02M tokens ({name.replace('+', ' + ')})")
+    ax.legend(frameon=False, fontsize=7)
+    return save(fig, path)
 
 
 def length_figure(recs, name, path, short=None):
@@ -1272,11 +1363,15 @@ def norms_figure(recs, name, path, seed=1):
 # ------------------------------------------------------------------------------------------------------------
 # Docs
 
+UNION = re.compile(r"[\w.\-]+(?:\+[\w.\-]+)+")    # "big_fair+big_fair_parts": records.union of the groups
+
+
 def call(table, spec, recs):
     name, *args = shlex.split(spec)
     if name not in table:
         raise ValueError(f"unknown render name {name!r}; known: {', '.join(table)}")
-    return table[name](recs, *args)
+    unions = {u: R.union(recs, u) for u in UNION.findall(spec) if u not in recs}
+    return table[name]({**recs, **unions} if unions else recs, *args)
 
 
 def legend_link(path: str) -> str:

@@ -2,6 +2,7 @@
 the settings past the threshold, and the sweep and ablation tables are what a hand computation gives."""
 import json
 import math
+import os
 
 import pytest
 
@@ -304,3 +305,37 @@ def test_an_arm_at_its_best_multiplier_by_name():
     assert render.v_vs(recs, "o", "untied_x0.6", "g:untied@best").startswith("untied_x0.6 is behind untied_x13 (g) in 2 of 2")
     row = render.b_compare(recs, "o:untied_x0.6/g:untied@best").splitlines()[2]
     assert row.startswith("| untied_x0.6 vs untied_x13 | o / g | +10.5 / +4.1 |")
+
+
+def test_a_group_beside_another_joins_it_by_seed_and_lev_parts_have_their_own_table(tmp_path):
+    """records.union: "A+B" holds A's runs and B's new ones (a run both trained is a replica, kept apart); the best
+    LEV setting then may have its codebooks at their own rate; b_parts lays out the codebooks' multiplier against the
+    rest's; v_cb_best and v_mult_best say where each best lies; the rates figure is written."""
+    a = record({("tied", 1): 5.0, ("tied_x5", 1): 4.8, ("tied_x5", 2): 4.82, ("lev_best", 1): 4.90,
+                ("lev_best", 2): 4.91, ("lev_best_x0.6", 1): 4.93, ("lev_best_x3", 1): 5.0})
+    b = record({("lev_best_cb5", 1): 4.85, ("lev_best_cb20", 1): 4.95, ("lev_best", 1): 4.905,
+                ("lev_best_cb5_x0.6", 1): 4.88})
+    for name, r in (("a", a), ("b", b)):
+        r.update(name=name, command=f"cmd {name}", setting=dict(body="big", tokens=1024000), baseline="tied")
+    recs = dict(a=a, b=b)
+    u = analysis_records.union(recs, "a+b")
+    assert u["runs"]["lev_best_s1"]["loss"] == 4.90 and u["runs"]["lev_best_cb5_s1"]["group"] == "b"
+    assert u["replicas"] == {"lev_best_s1": dict(group="b", loss=4.905, first=4.90)}
+    assert analysis_records.best_mult(u, "lev_best") == "lev_best_cb5"          # seed 1: 4.85 beats 4.88, 4.90
+    assert analysis_records.best_mult(u, "tied") == "tied_x5"
+    lines = render.call(render.BLOCKS, "parts a+b lev_best", recs).splitlines()
+    assert lines[0].startswith("| lev_best: codebooks at (") and lines[0].endswith("| the rest x0.6 | the rest x1 | the rest x3 |")
+    e = lambda *xs: f"{sum(math.exp(x) for x in xs) / len(xs):.2f}"
+    assert lines[2] == f"| the rest's (one rate) | {e(4.93)} (1) | {e(4.90, 4.91)} (2) | {e(5.0)} (1) |"
+    assert lines[3] == f"| x5 | {e(4.88)} (1) | **{e(4.85)} (1)** | - |"
+    assert lines[4] == f"| x20 | - | {e(4.95)} (1) | - |"
+    assert render.call(render.VALUES, "cb_best a+b lev_best", recs) == "x5, inside the range tried (x1-x20)"
+    assert render.call(render.VALUES, "mult_best a+b lev_best", recs) == "x1, inside the range tried (x0.6-x3)"
+    assert render.call(render.VALUES, "replica a+b", recs) == f"lev_best seed 1: {render.pc(math.expm1(0.005), 2)} (b against a)"
+    assert render.mult_of("lev_best_cb5_x0.6") == "x0.6, codebooks x5"
+    fair = render.call(render.BLOCKS, "fair a+b lev_best-tied", recs).splitlines()[2]
+    assert fair.startswith(f"| lev_best_cb5 vs tied_x5 | {100 * math.expm1(0.05):+.1f} |")
+    assert os.path.getsize(render.rates_figure(dict(u=u), "u", str(tmp_path / "rates.png"), ("tied", "lev_best"))) > 0
+    other = dict(b, setting=dict(body="big", tokens=4096000))
+    with pytest.raises(ValueError, match="different settings"):
+        analysis_records.union(dict(a=a, b=other), "a+b")
