@@ -597,7 +597,7 @@ def main(argv=None):
         print(f"wrote {a.json}")
     if a.record:
         rec = perf_records.make(a.record, perf_records.command_line("bench.py", argv), "bench", res, a.dtype)
-        print(f"wrote {os.path.relpath(perf_records.save(rec), ROOT)} (python -m analysis.render puts it in the docs)")
+        print(f"wrote {os.path.relpath(perf_records.save(rec), ROOT)} (python -m render puts it in the docs)")
     return res
 
 

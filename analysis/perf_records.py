@@ -1,6 +1,6 @@
 """
 Benchmark records: one JSON file per measuring run in docs/performance/records/, the one home of every time, ratio and
-memory figure that docs/performance.md and the README quote (analysis/perf_render.py renders them).
+memory figure that docs/performance.md and the README quote (render/perf.py renders them).
 
     python bench.py --tokens zipf --record 2026-12-06_cpu_reference        # writes docs/performance/records/<name>.json
     python -m benchmarks.gpu_check --only bench,tune --record 2026-12-06_gpu

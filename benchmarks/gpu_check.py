@@ -614,7 +614,7 @@ def main(argv=None) -> dict:
     if c.record:
         try:
             path = perf_records.save(gpu_record(report, c.record, argv))
-            print(f"wrote {os.path.relpath(path, ROOT)} (python -m analysis.render puts it in the docs)")
+            print(f"wrote {os.path.relpath(path, ROOT)} (python -m render puts it in the docs)")
         except ValueError as e:
             print(f"no record written: {e}", file=sys.stderr)
     return report

@@ -2,7 +2,7 @@
 Where LEV starts to pay: the tied / untied / lev comparison along four axes, each one command, each a set of
 experiments/reproduce.py runs (the equal-footing protocol, seen-count buckets, zero-shot, curves against tokens;
 resumable: finished runs are skipped, unfinished ones resumed), each group's record written into
-docs/results/records, then `python -m analysis.render` for the tables and figures of docs/results/trends.md. Run
+docs/results/records, then `python -m render` for the tables and figures of docs/results/trends.md. Run
 from the project folder, one command at a time (two at once slow each other several-fold).
 
     python -m experiments.trends lr     --input shakespeare.txt kjv.txt austen.txt    # learning rate, per arm
@@ -10,7 +10,7 @@ from the project folder, one command at a time (two at once slow each other seve
     python -m experiments.trends size   --input shakespeare.txt kjv.txt austen.txt    # the 8 x 512 body
     python -m experiments.trends size   --input ... --bodies xl xxl --jobs 6          # 12 x 768, 16 x 1024: a GPU
     python -m experiments.trends vocab  --input shakespeare.txt kjv.txt austen.txt    # o200k_base, cl100k_base
-    python -m analysis.render                                                         # tables and figures
+    python -m render                                                                  # tables and figures
 
 The axes (docs/results.md section 7 has what each cost in wall time, and on which machine):
   lr      tied/untied/lev at 1e-3 and 4e-3, seed 1 (2e-3 is the main runs' seed 1), plus one more step where an

@@ -162,7 +162,7 @@ def test_the_block_size_experiment_edits_only_its_two_constants(monkeypatch):
 def test_the_block_size_record_points_each_constant_at_its_ratios():
     """lev_blocks' record: one constants entry per size, each figure a path to a measured ratio that resolves (the
     performance page's constants table reads them), only the sizes that varied that constant."""
-    from analysis import perf_render
+    from render import perf
     from benchmarks import lev_blocks
     sizes = [(16, 64), (64, 32), (64, 64)]
     out = dict(config={}, shapes={name: dict(sizes={f"{b}_{p}": dict(ratio=1 + b / 1000 + p / 10000 + i)
@@ -174,5 +174,5 @@ def test_the_block_size_record_points_each_constant_at_its_ratios():
     block, pb = rec["constants"]
     assert block["constant"] == "BLOCK = 64" and set(block["figures"]) == {"lev, 16", "lev, 64", "lev_best, 16",
                                                                            "lev_best, 64"}
-    assert perf_render.figure(rec, block["figures"]["lev_best, 16"]) == perf_render.num(1 + 0.016 + 0.0064 + 1)
+    assert perf.figure(rec, block["figures"]["lev_best, 16"]) == perf.num(1 + 0.016 + 0.0064 + 1)
     assert set(pb["figures"]) == {"lev, 32", "lev, 64", "lev_best, 32", "lev_best, 64"}

@@ -13,16 +13,18 @@ from conftest import ROOT
 # The design card (README, lev.py, model.py, train.py, sample.py, data/, tests/, notebooks/), the commands the README
 # runs, the folders the code map names, and the project's own files (requirements, CI, configuration).
 ROOT_ENTRIES = {"README.md", "LICENSE", "requirements.txt", "requirements-dev.txt", "requirements-eval.txt",
-                "requirements-eval-data.txt", "constraints.txt", "pytest.ini",
+                "requirements-eval-data.txt", "requirements-books.txt", "constraints.txt", "pytest.ini",
                 ".gitignore", ".ci", "lev.py", "model.py", "train.py", "sample.py", "evaluate.py", "export.py",
-                "bench.py", "data", "tests", "notebooks", "docs", "experiments", "fast", "util", "analysis", "benchmarks"}
+                "bench.py", "data", "tests", "notebooks", "docs", "experiments", "fast", "util", "analysis", "benchmarks",
+                "render"}
 # Imports go downward through these layers (a module imports its own layer or a lower one), and the folders of one
 # layer import each other in no loop: plumbing imports no model, the engine no command, a library no command.
 LAYERS = [("util",),                                  # plumbing: flags, devices, checkpoints' files, presets
           ("lev", "model"),                           # the method and the model
           ("fast", "data"),                           # the engine that computes the model fast; the data layer
           ("analysis", "benchmarks"),                 # the commands' libraries: evaluation, export, timing, GPU checks
-          ("train", "sample", "evaluate", "export", "bench"),   # the commands at the root
+          ("train", "sample", "evaluate", "export", "bench",    # the commands at the root, and the docs' renderer
+           "render"),                                         # (python -m render), which reads the records they write
           ("experiments",)]                           # recipes of many commands
 LEVEL = {group: i for i, layer in enumerate(LAYERS) for group in layer}
 MACHINE_NAMES = re.compile(r"EP[Y]C|Xe[o]n|A[M]X", re.IGNORECASE)   # brackets: this line is no hit itself
@@ -73,7 +75,7 @@ def test_the_readme_maps_every_folder_and_command():
     readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
     block = readme[readme.index("## Map of the code"):]
     for entry in sorted(ROOT_ENTRIES - {"README.md", "LICENSE", "requirements.txt", "requirements-dev.txt",
-                                        "requirements-eval.txt", "requirements-eval-data.txt",
+                                        "requirements-eval.txt", "requirements-eval-data.txt", "requirements-books.txt",
                                         "constraints.txt", "pytest.ini", ".gitignore", ".ci"}):
         assert f"`{entry}" in block, f"the README's map of the code does not name {entry}"
 
@@ -119,11 +121,11 @@ def test_imports_go_down_the_layers_and_folders_have_no_loop():
     assert not loops, f"folders that import each other: {loops}"
 
 
-@pytest.mark.parametrize("edge", [("util.checkpoint", "model"), ("analysis.render", "experiments.reproduce"),
-                                  ("fast.native", "data.loader")])
+@pytest.mark.parametrize("edge", [("util.checkpoint", "model"), ("analysis.records", "experiments.reproduce"),
+                                  ("analysis.records", "render.fmt"), ("fast.native", "data.loader")])
 def test_the_layer_check_finds_a_wrong_import(monkeypatch, edge):
-    """The check above can fail: plumbing importing the model, a library importing a recipe, a loop between two
-    folders of one layer (fast <-> data, once data imports fast too)."""
+    """The check above can fail: plumbing importing the model, a library importing a recipe or the docs' renderer, a
+    loop between two folders of one layer (fast <-> data, once data imports fast too)."""
     graph = import_graph()
     graph[edge[0]] = graph.get(edge[0], set()) | {edge[1]}
     graph["data.loader"] = graph["data.loader"] | {"fast"}

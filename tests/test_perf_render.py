@@ -9,15 +9,14 @@ import shutil
 import pytest
 
 from analysis import perf_records as P
-from analysis import perf_render
 from analysis import records as R
-from analysis import render
+from render import docs, perf
 
 README = os.path.join(R.ROOT, "README.md")
 
 
 def filled(path: str) -> str:
-    return render.fill(open(path, encoding="utf-8").read(), R.load_all(), path)
+    return docs.fill(open(path, encoding="utf-8").read(), R.load_all(), path)
 
 
 @pytest.fixture
@@ -34,13 +33,13 @@ def rewrite(root, rec):
 
 
 def test_the_page_and_readme_are_what_the_records_give():
-    """python -m analysis.render --check covers them: the committed text is what the blocks render."""
-    for path in (perf_render.PAGE, README):
-        assert open(path, encoding="utf-8").read() == filled(path), f"{path}: python -m analysis.render"
+    """python -m render --check covers them: the committed text is what the blocks render."""
+    for path in (perf.PAGE, README):
+        assert open(path, encoding="utf-8").read() == filled(path), f"{path}: python -m render"
 
 
 def test_the_page_is_short_and_the_readme_brief_at_most_six_lines():
-    assert len(open(perf_render.PAGE, encoding="utf-8").read().splitlines()) <= 350
+    assert len(open(perf.PAGE, encoding="utf-8").read().splitlines()) <= 350
     text = open(README, encoding="utf-8").read()
     brief = text[text.index("<!-- render: perf_brief -->"):text.index("<!-- end render -->", text.index("perf_brief"))]
     assert 1 <= len(brief.splitlines()) - 1 <= 6
@@ -48,7 +47,7 @@ def test_the_page_is_short_and_the_readme_brief_at_most_six_lines():
 
 def shown(recs, table, where=lambda r: True):
     """The first record a table of the page shows (that satisfies where), with its key there: (key, record)."""
-    return next((key, r) for key, rs in perf_render.pick(recs, perf_render.SELECTORS[table]).items() for r in rs
+    return next((key, r) for key, rs in perf.pick(recs, perf.SELECTORS[table]).items() for r in rs
                 if where(r))
 
 
@@ -56,7 +55,7 @@ def test_a_moved_record_value_moves_the_page_and_the_readme(copied):
     """The check above can fail: lev's pile-200m step on the GPU and the tied default's ratio to plain float32 on a CPU
     without native bf16, moved in a copy of their records, change the page's tables and the README's brief."""
     root, recs = copied
-    before = {p: filled(p) for p in (perf_render.PAGE, README)}
+    before = {p: filled(p) for p in (perf.PAGE, README)}
     _, gpu = shown(recs, "gpu")
     gpu = copy.deepcopy(gpu)
     gpu["gpu"]["bench"]["pile-200m"]["lev"]["step_ms"] = 52.7
@@ -66,14 +65,14 @@ def test_a_moved_record_value_moves_the_page_and_the_readme(copied):
     rewrite(root, gpu), rewrite(root, cpu)
     after = {p: filled(p) for p in before}
     assert all(before[p] != after[p] for p in before)
-    assert f"| {gpu['machine']['kind']} | pile-200m | lev | 34.6 | 52.7 |" in after[perf_render.PAGE]
-    assert "**0.111**" in after[perf_render.PAGE] and "**0.111**" not in before[perf_render.PAGE]
+    assert f"| {gpu['machine']['kind']} | pile-200m | lev | 34.6 | 52.7 |" in after[perf.PAGE]
+    assert "**0.111**" in after[perf.PAGE] and "**0.111**" not in before[perf.PAGE]
     assert "0.11-0.70x the time of the plain float32 step" in after[README].replace("\n", " ")
 
 
 def bench_record(name: str, kind_of: dict, vs_a: float, date: str = "2026-12-06", times=None) -> dict:
     """A record as bench.py writes it, of the quick start at V = 50,257, on a machine like kind_of's."""
-    default = perf_render.VARIANT_OF[kind_of["dtype"]]
+    default = perf.VARIANT_OF[kind_of["dtype"]]
     rows = {f"{arm} {v}": dict(arm=arm, variant=v, ms=ms, vs_a=r, times_ms=times and [t * ms for t in times])
             for arm in ("tied", "lev") for v, ms, r in (("(a) fp32+plain", 400.0, 1.0), (default, 400.0 * vs_a, vs_a))}
     return dict(name=name, title=None, date=date, commit="abc1234", command="python bench.py --sections dtype",
@@ -88,24 +87,24 @@ def test_a_new_record_takes_its_kinds_rows_and_the_old_ones_go_to_the_history(co
     configuration (they move to the history table), leaves the other kinds' rows alone, and shows its rounds' spread."""
     root, recs = copied
     quick = ("0cpu", 50257, "Zipf ids")
-    (kind, _), old = shown(recs, "step", lambda r: quick in perf_render.dtype_configs(r))
+    (kind, _), old = shown(recs, "step", lambda r: quick in perf.dtype_configs(r))
     # in the copy, old keeps only its quick-start step rows (no memory), so that no other table shows it
     dtype = {n: dict(c, variants={k: {f: x for f, x in v.items() if f != "peak_mb"} for k, v in c["variants"].items()})
-             for n, c in old["bench"]["dtype"].items() if perf_render.config_key(n, old) == quick}
+             for n, c in old["bench"]["dtype"].items() if perf.config_key(n, old) == quick}
     old = dict(old, bench=dict(config=old["bench"]["config"], dtype=dtype))
     rewrite(root, old)
     _, other = shown(recs, "step", lambda r: r["machine"]["kind"] != kind)
     new = bench_record("2026-12-06_new", old, 0.3, times=[1.0, 1.1, 1.0, 1.1])
     new["bench"]["dtype"]["cpu@50257"]["variants"]["tied (a) fp32+plain"]["times_ms"] = [400.0, 400, 400, 400]
     rewrite(root, new)
-    step, history = perf_render.b_step(None), perf_render.b_history(None)
+    step, history = perf.b_step(None), perf.b_history(None)
     rows = [line for line in step.splitlines() if f"| {kind} | quick start 4 x 128, V 50,257 |" in line]
     assert rows and all("`2026-12-06_new`" in line for line in rows)
     assert "**0.3** (0.3-0.33)" in rows[0]                           # the per-round ratios' quartiles
     assert f"`{old['name']}`" in history and "`2026-12-06_new`" not in history
     assert f"`{other['name']}`" in step                             # another kind: unchanged
     rewrite(root, dict(other, name="2026-12-06_super", supersedes=[old["name"]]))
-    assert f"superseded by `2026-12-06_super`" in perf_render.b_history(None)
+    assert f"superseded by `2026-12-06_super`" in perf.b_history(None)
 
 
 def test_a_record_round_trips_and_a_malformed_one_is_refused(tmp_path):
@@ -154,7 +153,7 @@ def test_bench_writes_a_record_the_page_renders(tmp_path, monkeypatch):
     assert rec["machine"] == P.machine() and rec["dtype"] == runtime.pick_dtype("auto", "cpu")[0]
     rows = rec["bench"]["dtype"]["cpu@1000"]["variants"]
     assert all(len(r["times_ms"]) == 2 for r in rows.values())
-    step = perf_render.b_step(None)
+    step = perf.b_step(None)
     assert step.count("`tiny`") == 2 and "V 1,000" in step
 
 
@@ -181,7 +180,7 @@ def test_the_history_line_of_a_block_size_record_names_the_fastest_sizes():
     r = dict(dtype="float32", bench=dict(lev_blocks=dict(shapes={
         "lev (8 heads, k = 3)": shape({"64_64": 1.0, "128_64": 0.95, "16_64": 1.3}),
         "lev_best (32 heads, k = 2)": shape({"64_64": 1.0, "64_128": 1.02})})))
-    line = perf_render.headline(r)
+    line = perf.headline(r)
     assert "lev: fastest at BLOCK 128, PB 64 bytes, 0.95x the shipped sizes" in line
     assert "lev_best: fastest at BLOCK 64, PB 64 bytes, 1x the shipped sizes" in line
 
@@ -196,7 +195,7 @@ def test_an_arms_record_of_another_size_gets_rows_of_its_own(copied):
     new["bench"] = dict(config=dict(old["bench"]["config"], size="big"),
                         arms={arm: dict(a, step_ms=777.7) for arm, a in old["bench"]["arms"].items()})
     rewrite(root, new)
-    table = perf_render.b_arms(None)
-    assert f"| {kind} | {perf_render.arms_label(key)} | tied |" in table and f"`{old['name']}`" in table
+    table = perf.b_arms(None)
+    assert f"| {kind} | {perf.arms_label(key)} | tied |" in table and f"`{old['name']}`" in table
     assert f"| {kind} | big 8 x 512, batch 8 x 256, {key[1]} | tied | 777.7" in table
-    assert "`2026-12-07_big_arms`" not in perf_render.b_history(None)
+    assert "`2026-12-07_big_arms`" not in perf.b_history(None)

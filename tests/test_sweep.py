@@ -7,8 +7,8 @@ import os
 import pytest
 
 from analysis import records as analysis_records
-from analysis import render
 from experiments import sweep
+from render import docs, figures, fmt, tables, trends, values
 
 
 @pytest.mark.parametrize("name", list(sweep.SETTINGS))
@@ -57,14 +57,14 @@ def test_sweep_row_by_hand():
                  params=dict(lev=1.26e6, lev_k2=1.30e6),
                  seen={("lev", 1): [7.0, 6.0, 5.0, 4.0], ("lev", 2): [7.2, 6.0, 5.0, 4.0],
                        ("lev_k2", 1): [6.9, 6.1, 5.0, 3.9], ("lev_k2", 2): [7.0, 6.0, 5.0, 4.0]})
-    rows = [line.split(" | ") for line in render.b_sweep(dict(g=rec), "g").splitlines()[2:]]
+    rows = [line.split(" | ") for line in tables.b_sweep(dict(g=rec), "g").splitlines()[2:]]
     k2 = next(r for r in rows if r[0].strip("| ") == "lev_k2")
     assert k2[1] == "--lev-k=2" and k2[2] == "1.30M" and k2[3] == "2"
     vs_lev = [math.expm1(-0.03), math.expm1(0.02)]
-    assert k2[4] == f"{render.pc(math.expm1(-0.005))} ({' / '.join(f'{100 * x:+.1f}' for x in vs_lev)})"
-    assert k2[5].startswith(render.pc(math.expm1(0.03)) + " (")
-    assert k2[6] == render.pc(math.expm1((-0.1 - 0.2) / 2))                         # seen 0 times
-    assert k2[7] == render.pc(math.expm1(0.05)) and k2[8].strip("| ") == render.pc(math.expm1(-0.05))
+    assert k2[4] == f"{fmt.pc(math.expm1(-0.005))} ({' / '.join(f'{100 * x:+.1f}' for x in vs_lev)})"
+    assert k2[5].startswith(fmt.pc(math.expm1(0.03)) + " (")
+    assert k2[6] == fmt.pc(math.expm1((-0.1 - 0.2) / 2))                         # seen 0 times
+    assert k2[7] == fmt.pc(math.expm1(0.05)) and k2[8].strip("| ") == fmt.pc(math.expm1(-0.05))
 
 
 def test_ablation_increments_by_hand():
@@ -72,7 +72,7 @@ def test_ablation_increments_by_hand():
     (ppl_before / ppl_after - 1), paired by seed; a missing arm leaves its row empty."""
     rec = record({("albert", 1): 5.20, ("albert", 2): 5.30, ("flat_mlp", 1): 5.18, ("flat_mlp", 2): 5.26,
                   ("factorized_mlp", 1): 5.40, ("factorized_mlp", 2): 5.44})
-    rows = [line.split(" | ") for line in render.b_ablation(dict(g=rec), "g").splitlines()[2:]]
+    rows = [line.split(" | ") for line in tables.b_ablation(dict(g=rec), "g").splitlines()[2:]]
     first, second, third = rows
     assert first[2] == "2" and first[3] == f"{0.03:+.4f}"
     assert first[4].startswith(f"{100 * math.expm1(0.03):+.2f}% (per seed: {100 * math.expm1(0.02):+.2f} / "
@@ -118,8 +118,8 @@ def test_rates_and_setting_read_an_arms_own_learning_rate():
     """A group whose arms trained at different rates puts each arm at its own rate in the rates table, and says so."""
     rec = record({("tied", 1): 5.0, ("lev", 1): 5.1})
     rec["setting"] = dict(body="big", tokenizer="gpt2", lr=6e-4, tokens=1024000, lrs=dict(tied=6e-4, lev=1e-3))
-    assert render.rates(dict(g=rec), "g") == dict(tied={6e-4: {1: (5.0, "g")}}, lev={1e-3: {1: (5.1, "g")}})
-    assert "lr 6e-4 (tied), 1e-3 (lev)" in render.setting_text(dict(rec, dtype="bfloat16", device="cpu"))
+    assert trends.rates(dict(g=rec), "g") == dict(tied={6e-4: {1: (5.0, "g")}}, lev={1e-3: {1: (5.1, "g")}})
+    assert "lr 6e-4 (tied), 1e-3 (lev)" in trends.setting_text(dict(rec, dtype="bfloat16", device="cpu"))
 
 
 def test_a_multiplier_name_trains_the_setting_with_its_input_map_at_that_rate():
@@ -157,12 +157,12 @@ def test_multiplier_table_and_fair_comparison_by_hand():
     for run in rec["runs"].values():
         run["zero_shot"] = {"default": run["loss"] + 1}
     assert analysis_records.best_mult(rec, "tied") == "tied_x3" and analysis_records.best_mult(rec, "lev") == "lev"
-    rows = [line.split(" | ") for line in render.b_mults(dict(g=rec), "g").splitlines()[2:]]
+    rows = [line.split(" | ") for line in tables.b_mults(dict(g=rec), "g").splitlines()[2:]]
     assert rows[0] == ["| tied", f"{math.exp(5.00):.2f} (1)",
                        f"**{(math.exp(4.90) + math.exp(5.10)) / 2:.2f} (2)**", "x3",
                        f"{(math.exp(5.90) + math.exp(6.10)) / 2:.1f} |"]
-    fair = render.b_fair(dict(g=rec), "g", "lev-tied").splitlines()[2].split(" | ")
-    assert fair[0] == "| lev vs tied_x3" and fair[2] == f"**{render.pc(math.expm1(0.0))}**"
+    fair = tables.b_fair(dict(g=rec), "g", "lev-tied").splitlines()[2].split(" | ")
+    assert fair[0] == "| lev vs tied_x3" and fair[2] == f"**{fmt.pc(math.expm1(0.0))}**"
     assert fair[1] == f"{100 * math.expm1(0.05):+.1f} / {100 * math.expm1(-0.05):+.1f}" and fair[3] == "1 of 2"
 
 
@@ -216,14 +216,14 @@ def test_where_the_best_multiplier_lies_and_the_fair_sentence():
     rec = record({("tied", 1): 5.00, ("tied_x3", 1): 4.90, ("tied_x5", 1): 4.85, ("lev", 1): 4.95,
                   ("lev_x0.6", 1): 4.97, ("lev_x3", 1): 5.20, ("untied", 1): 5.0})
     recs = dict(g=rec)
-    assert render.v_mult_best(recs, "g", "tied") == "x5, the largest tried (x1-x5)"
-    assert render.v_mult_best(recs, "g", "lev") == "x1, inside the range tried (x0.6-x3)"
-    assert render.v_mult_best(recs, "g", "untied") == "x1, the only one tried (x1-x1)"
-    assert render.v_fair(recs, "g", "lev", "tied") == (f"lev (input map x1) is behind tied (x5) in 1 of 1 seed pair "
-                                                       f"({render.pc(math.expm1(0.10))}; too few pairs for an interval "
+    assert values.v_mult_best(recs, "g", "tied") == "x5, the largest tried (x1-x5)"
+    assert values.v_mult_best(recs, "g", "lev") == "x1, inside the range tried (x0.6-x3)"
+    assert values.v_mult_best(recs, "g", "untied") == "x1, the only one tried (x1-x1)"
+    assert values.v_fair(recs, "g", "lev", "tied") == (f"lev (input map x1) is behind tied (x5) in 1 of 1 seed pair "
+                                                       f"({fmt.pc(math.expm1(0.10))}; too few pairs for an interval "
                                                        "over seeds)")
     three = record({("tied", s): 5.0 for s in (1, 2, 3)} | {("lev", 1): 4.9, ("lev", 2): 4.95, ("lev", 3): 4.92})
-    assert render.v_fair(dict(g=three), "g", "lev", "tied").startswith("lev (input map x1) is ahead of tied (x1) (-")
+    assert values.v_fair(dict(g=three), "g", "lev", "tied").startswith("lev (input map x1) is ahead of tied (x1) (-")
 
 
 def test_two_arms_as_named_and_the_headline_row_of_the_fair_group():
@@ -232,10 +232,10 @@ def test_two_arms_as_named_and_the_headline_row_of_the_fair_group():
     rec = record({("lev_best", 1): 4.90, ("lev_best_shuffled", 1): 4.95, ("tied", 1): 5.00, ("tied_x5", 1): 4.80,
                   ("lev_best_x3", 1): 5.10})
     recs = dict(g=rec)
-    assert render.v_vs(recs, "g", "lev_best_shuffled", "lev_best") == (
-        f"lev_best_shuffled is behind lev_best in 1 of 1 seed pair ({render.pc(math.expm1(0.05))}; too few pairs for "
+    assert values.v_vs(recs, "g", "lev_best_shuffled", "lev_best") == (
+        f"lev_best_shuffled is behind lev_best in 1 of 1 seed pair ({fmt.pc(math.expm1(0.05))}; too few pairs for "
         "an interval over seeds)")
-    label, ga, a, gb, b = render.fair_row(recs, "g", "lev_best", "tied")
+    label, ga, a, gb, b = trends.fair_row(recs, "g", "lev_best", "tied")
     assert (ga, a, gb, b) == ("g", "lev_best", "g", "tied_x5")
     assert label.endswith("lev_best (x1) vs tied (x5)")
 
@@ -249,18 +249,18 @@ def test_vs_across_groups_and_the_fate_of_a_lead():
                   ("lev_best", 1): 4.90, ("lev_best", 2): 4.93, ("lev_best", 3): 4.91})
     other = record({("tied_x0.6", 1): 4.85, ("tied_x0.6", 2): 4.90})
     recs = dict(old=old, new=new, other=other)
-    assert render.v_vs(recs, "other", "tied_x0.6", "new:tied_x5") == (
-        f"tied_x0.6 is behind tied_x5 (new) in 2 of 2 seed pairs ({render.pc(math.expm1(0.065))}; too few pairs for "
+    assert values.v_vs(recs, "other", "tied_x0.6", "new:tied_x5") == (
+        f"tied_x0.6 is behind tied_x5 (new) in 2 of 2 seed pairs ({fmt.pc(math.expm1(0.065))}; too few pairs for "
         "an interval over seeds)")
-    lead = render.v_lead(recs, "old", "new", "lev_best", "tied")
+    lead = values.v_lead(recs, "old", "new", "lev_best", "tied")
     assert lead.startswith("lev_best's lead over tied with each arm at its own rate (-") and " reverses " in lead
-    assert lead.endswith(render.v_fair(recs, "new", "lev_best", "tied"))
+    assert lead.endswith(values.v_fair(recs, "new", "lev_best", "tied"))
     level = record({("tied_x5", 1): 4.80, ("tied_x5", 2): 4.82, ("tied_x5", 3): 4.81, ("tied", 1): 5.0,
                     ("lev_best", 1): 4.79, ("lev_best", 2): 4.84, ("lev_best", 3): 4.81})
-    assert " falls within seed noise " in render.v_lead(dict(old=old, new=level), "old", "new", "lev_best", "tied")
-    assert " holds " in render.v_lead(dict(old=old, new=old), "old", "new", "lev_best", "tied")
+    assert " falls within seed noise " in values.v_lead(dict(old=old, new=level), "old", "new", "lev_best", "tied")
+    assert " holds " in values.v_lead(dict(old=old, new=old), "old", "new", "lev_best", "tied")
     one = record({("tied", 1): 5.0, ("lev_best", 1): 5.05})
-    assert " changes its sign (too few seed pairs to say more) " in render.v_lead(dict(old=old, new=one), "old",
+    assert " changes its sign (too few seed pairs to say more) " in values.v_lead(dict(old=old, new=one), "old",
                                                                                   "new", "lev_best", "tied")
 
 
@@ -272,11 +272,11 @@ def test_fair_pairs_in_the_seen_buckets():
                        ("tied_x5", 2): [8.2, 7.0, 6.0, 4.0], ("lev", 1): [7.0, 7.1, 6.0, 3.9],
                        ("lev", 2): [7.4, 7.3, 6.0, 3.9]})
     rec["buckets"]["seen"]["shares"] = dict(tied_x5=[0.1, 0.2, 0.3, 0.4])
-    rows = [r.split(" | ") for r in render.b_fair_seen(dict(g=rec), "g", "lev-tied").splitlines()[2:]]
-    assert "lev vs tied_x5" in render.b_fair_seen(dict(g=rec), "g", "lev-tied").splitlines()[0]
-    assert rows[0][:2] == ["| 0", "10.0%"] and rows[0][2] == f"{render.pc(math.expm1(-0.9))} (0 of 2) |"
-    assert rows[1][2] == f"{render.pc(math.expm1(0.2))} (2 of 2) |"
-    assert rows[3][2] == f"{render.pc(math.expm1(-0.1))} (0 of 2) |"
+    rows = [r.split(" | ") for r in tables.b_fair_seen(dict(g=rec), "g", "lev-tied").splitlines()[2:]]
+    assert "lev vs tied_x5" in tables.b_fair_seen(dict(g=rec), "g", "lev-tied").splitlines()[0]
+    assert rows[0][:2] == ["| 0", "10.0%"] and rows[0][2] == f"{fmt.pc(math.expm1(-0.9))} (0 of 2) |"
+    assert rows[1][2] == f"{fmt.pc(math.expm1(0.2))} (2 of 2) |"
+    assert rows[3][2] == f"{fmt.pc(math.expm1(-0.1))} (0 of 2) |"
 
 
 def test_pairs_in_a_zero_shot_sets_seen_buckets_by_input_token():
@@ -288,11 +288,11 @@ def test_pairs_in_a_zero_shot_sets_seen_buckets_by_input_token():
                             ("lev", 2): [9.1, 4.3]}.items():
         rec["runs"][f"{arm}_s{seed}"]["seen_default"] = zs
     rec["setting"] = dict(strata="input")
-    lines = render.b_zero_seen(dict(g=rec), "g", "default", "lev-tied").splitlines()
+    lines = tables.b_zero_seen(dict(g=rec), "g", "default", "lev-tied").splitlines()
     assert lines[0].startswith("| times the run saw the input | share of inputs | lev vs tied_x5")
-    assert lines[2] == f"| 0 | 25.0% | {render.pc(math.expm1(0.3))} (2 of 2) |"
-    assert lines[3] == f"| >=1024 | 75.0% | {render.pc(math.expm1(0.1))} (2 of 2) |"
-    assert render.b_zero_seen(dict(g=rec), "g", "lambada", "lev-tied") == "(not recorded for this group)"
+    assert lines[2] == f"| 0 | 25.0% | {fmt.pc(math.expm1(0.3))} (2 of 2) |"
+    assert lines[3] == f"| >=1024 | 75.0% | {fmt.pc(math.expm1(0.1))} (2 of 2) |"
+    assert tables.b_zero_seen(dict(g=rec), "g", "lambada", "lev-tied") == "(not recorded for this group)"
 
 
 def test_an_arm_at_its_best_multiplier_by_name():
@@ -301,9 +301,9 @@ def test_an_arm_at_its_best_multiplier_by_name():
     g = record({("untied", 1): 5.0, ("untied_x8", 1): 4.9, ("untied_x13", 1): 4.85, ("untied_x13", 2): 4.86})
     other = record({("untied_x0.6", 1): 4.95, ("untied_x0.6", 2): 4.90})
     recs = dict(g=g, o=other)
-    assert render.at(g, "untied@best") == "untied_x13" and render.at(g, "untied_x8") == "untied_x8"
-    assert render.v_vs(recs, "o", "untied_x0.6", "g:untied@best").startswith("untied_x0.6 is behind untied_x13 (g) in 2 of 2")
-    row = render.b_compare(recs, "o:untied_x0.6/g:untied@best").splitlines()[2]
+    assert tables.at(g, "untied@best") == "untied_x13" and tables.at(g, "untied_x8") == "untied_x8"
+    assert values.v_vs(recs, "o", "untied_x0.6", "g:untied@best").startswith("untied_x0.6 is behind untied_x13 (g) in 2 of 2")
+    row = tables.b_compare(recs, "o:untied_x0.6/g:untied@best").splitlines()[2]
     assert row.startswith("| untied_x0.6 vs untied_x13 | o / g | +10.5 / +4.1 |")
 
 
@@ -323,19 +323,19 @@ def test_a_group_beside_another_joins_it_by_seed_and_lev_parts_have_their_own_ta
     assert u["replicas"] == {"lev_best_s1": dict(group="b", loss=4.905, first=4.90)}
     assert analysis_records.best_mult(u, "lev_best") == "lev_best_cb5"          # seed 1: 4.85 beats 4.88, 4.90
     assert analysis_records.best_mult(u, "tied") == "tied_x5"
-    lines = render.call(render.BLOCKS, "parts a+b lev_best", recs).splitlines()
+    lines = docs.call(docs.BLOCKS, "parts a+b lev_best", recs).splitlines()
     assert lines[0].startswith("| lev_best: codebooks at (") and lines[0].endswith("| the rest x0.6 | the rest x1 | the rest x3 |")
     e = lambda *xs: f"{sum(math.exp(x) for x in xs) / len(xs):.2f}"
     assert lines[2] == f"| the rest's (one rate) | {e(4.93)} (1) | {e(4.90, 4.91)} (2) | {e(5.0)} (1) |"
     assert lines[3] == f"| x5 | {e(4.88)} (1) | **{e(4.85)} (1)** | - |"
     assert lines[4] == f"| x20 | - | {e(4.95)} (1) | - |"
-    assert render.call(render.VALUES, "cb_best a+b lev_best", recs) == "x5, inside the range tried (x1-x20)"
-    assert render.call(render.VALUES, "mult_best a+b lev_best", recs) == "x1, inside the range tried (x0.6-x3)"
-    assert render.call(render.VALUES, "replica a+b", recs) == f"lev_best seed 1: {render.pc(math.expm1(0.005), 2)} (b against a)"
-    assert render.mult_of("lev_best_cb5_x0.6") == "x0.6, codebooks x5"
-    fair = render.call(render.BLOCKS, "fair a+b lev_best-tied", recs).splitlines()[2]
+    assert docs.call(docs.VALUES, "cb_best a+b lev_best", recs) == "x5, inside the range tried (x1-x20)"
+    assert docs.call(docs.VALUES, "mult_best a+b lev_best", recs) == "x1, inside the range tried (x0.6-x3)"
+    assert docs.call(docs.VALUES, "replica a+b", recs) == f"lev_best seed 1: {fmt.pc(math.expm1(0.005), 2)} (b against a)"
+    assert fmt.mult_of("lev_best_cb5_x0.6") == "x0.6, codebooks x5"
+    fair = docs.call(docs.BLOCKS, "fair a+b lev_best-tied", recs).splitlines()[2]
     assert fair.startswith(f"| lev_best_cb5 vs tied_x5 | {100 * math.expm1(0.05):+.1f} |")
-    assert os.path.getsize(render.rates_figure(dict(u=u), "u", str(tmp_path / "rates.png"), ("tied", "lev_best"))) > 0
+    assert os.path.getsize(figures.rates_figure(dict(u=u), "u", str(tmp_path / "rates.png"), ("tied", "lev_best"))) > 0
     other = dict(b, setting=dict(body="big", tokens=4096000))
     with pytest.raises(ValueError, match="different settings"):
         analysis_records.union(dict(a=a, b=other), "a+b")

@@ -76,7 +76,7 @@ def test_bad_values_are_sentences():
 
 def test_the_options_table_pairs_each_variant_with_the_runs_as_trained_by_seed():
     """render's `unseen` block: per arm and text, the perplexity as trained and each option's change, by hand."""
-    from analysis import render
+    from render import tables
 
     def rec(losses):
         return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={"default": l + 2})
@@ -84,20 +84,20 @@ def test_the_options_table_pairs_each_variant_with_the_runs_as_trained_by_seed()
     base = rec({("tied", 1): 5.0, ("tied", 2): 5.2, ("lev", 1): 5.1})
     recs = {"g": base, "g_rare-mean": rec({("tied", 1): 5.0, ("tied", 2): 5.2, ("lev", 1): 5.0}),
             "g_noise": rec({("tied", 1): 5.1, ("lev", 1): 5.3})}              # noise: seed 1 of tied only
-    rows = [line.split(" | ") for line in render.b_unseen(recs, "g", "tied", "lev").splitlines()[2:]]
+    rows = [line.split(" | ") for line in tables.b_unseen(recs, "g", "tied", "lev").splitlines()[2:]]
     assert [r[:2] for r in rows] == [["| tied", "in domain (val)"], ["| tied", "zero-shot (default)"],
                                      ["| lev", "in domain (val)"], ["| lev", "zero-shot (default)"]]
     assert rows[0][2:] == ["2", f"{(math.exp(5.0) + math.exp(5.2)) / 2:.1f}", "+0.00% (0 of 2)",
                            f"{100 * math.expm1(0.1):+.2f}% (1 of 1) |"]
     assert rows[2][3:] == [f"{math.exp(5.1):.1f}", f"{100 * math.expm1(-0.1):+.2f}% (0 of 1)",
                            f"{100 * math.expm1(0.2):+.2f}% (1 of 1) |"]
-    assert render.b_unseen({"g": base}, "g").splitlines()[2].endswith("| - | - |")   # no variant yet
+    assert tables.b_unseen({"g": base}, "g").splitlines()[2].endswith("| - | - |")   # no variant yet
 
 
 def test_what_an_option_does_to_a_zero_shot_gap_by_hand():
     """render's `unseen` value: a's zero-shot change against b as trained (on the option's seeds) and with the option,
     and the share of the gap in nats the option closes (or by how much it widens it)."""
-    from analysis import render
+    from render import fmt, tables, values
 
     def rec(losses):
         return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={"default": l})
@@ -106,14 +106,14 @@ def test_what_an_option_does_to_a_zero_shot_gap_by_hand():
                 ("lev", 1): 5.5, ("lev", 2): 5.7, ("lev", 3): 9.0})
     recs = {"g": base, "g_rare-mean": rec({("tied_x5", 1): 4.8, ("tied_x5", 2): 4.8, ("lev", 1): 5.0, ("lev", 2): 5.2}),
             "g_noise": rec({("tied_x5", 1): 4.8, ("lev", 1): 5.8})}
-    pc = lambda d: render.pc(math.expm1(d))
-    assert render.v_unseen(recs, "g", "rare-mean", "lev", "tied@best") == (
+    pc = lambda d: fmt.pc(math.expm1(d))
+    assert values.v_unseen(recs, "g", "rare-mean", "lev", "tied@best") == (
         f"lev vs tied_x5 on default: {pc(0.7)} as trained, {pc(0.3)} with rare-mean (2 seed pairs; in nats, rare-mean "
         "closes most of the gap (57%))")                                 # seed 3 is not among the option's seeds
-    assert render.v_unseen(recs, "g", "noise", "lev", "tied_x5").endswith(
+    assert values.v_unseen(recs, "g", "noise", "lev", "tied_x5").endswith(
         f"{pc(1.0)} with noise (1 seed pair; in nats, noise widens the gap (by 67%))")
-    assert [render.closes("x", c) for c in (0.3, 0.1)] == ["x closes part of the gap (30%)", "x closes little of the gap (10%)"]
-    rows = render.b_unseen(recs, "g", "tied@best", "lev").splitlines()[2:]
+    assert [values.closes("x", c) for c in (0.3, 0.1)] == ["x closes part of the gap (30%)", "x closes little of the gap (10%)"]
+    rows = tables.b_unseen(recs, "g", "tied@best", "lev").splitlines()[2:]
     assert [r.split(" | ")[0] for r in rows] == ["| tied_x5", "| tied_x5", "| lev", "| lev"]
 
 
@@ -121,32 +121,32 @@ def test_what_an_option_does_to_a_zero_shot_gap_by_hand():
 def test_an_option_on_one_arm_alone_and_a_buckets_share_of_a_gap_by_hand():
     """v_unseen's "alone": the option's record for a, the runs as trained for b, on the option's seeds; v_deficit_share:
     a bucket's share of positions times its mean loss difference, over the sum across buckets."""
-    from analysis import render
+    from render import fmt, values
 
     def rec(losses):
         return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={"default": l})
                           for (a, s), l in losses.items()})
     base = rec({("tied", 1): 5.0, ("tied", 2): 5.0, ("lev", 1): 5.5, ("lev", 2): 5.5})
     recs = {"g": base, "g_noise": rec({("tied", 1): 5.4, ("lev", 1): 5.3})}    # the option's seed: 1
-    assert render.v_unseen(recs, "g", "noise", "lev", "tied", "default", "alone") == (
-        f"lev vs tied on default: {render.pc(math.expm1(0.5))} as trained, {render.pc(math.expm1(0.3))} with noise on "
+    assert values.v_unseen(recs, "g", "noise", "lev", "tied", "default", "alone") == (
+        f"lev vs tied on default: {fmt.pc(math.expm1(0.5))} as trained, {fmt.pc(math.expm1(0.3))} with noise on "
         "lev alone (1 seed pair; in nats, noise closes part of the gap (40%))")
     s = dict(setting=dict(strata="input"), buckets=dict(seen_default=dict(names=["0", ">=1024"],
                                                                         shares=dict(tied=[0.2, 0.8]))),
              runs={f"{a}_s{k}": dict(arm=a, seed=k, seen_default=v) for (a, k), v in
                    {("tied", 1): [9.0, 4.0], ("lev", 1): [9.5, 4.25], ("tied", 2): [9.0, 4.0], ("lev", 2): [9.5, 4.25]}.items()})
-    assert render.v_deficit_share({"s": s}, "s", "seen_default", "lev", "tied", ">=1024") == (
+    assert values.v_deficit_share({"s": s}, "s", "seen_default", "lev", "tied", ">=1024") == (
         "inputs seen >=1024 times (80% of the positions) carry 67% of lev's loss gap to tied")   # 0.2/(0.1+0.2)
 
 
 def test_the_largest_in_domain_move_of_each_option_by_hand():
     """v_in_domain: per option, the arm whose in-domain perplexity the option moves most (paired by seed)."""
-    from analysis import render
+    from render import fmt, values
 
     def rec(losses):
         return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={}) for (a, s), l in losses.items()})
     recs = {"g": rec({("tied", 1): 5.0, ("lev", 1): 5.0}), "g_rare-mean": rec({("tied", 1): 5.001, ("lev", 1): 4.997}),
             "g_noise": rec({("tied", 1): 5.01, ("lev", 1): 5.0})}
-    assert render.v_in_domain(recs, "g", "tied", "lev") == (
-        f"rare-mean by at most {render.pc(math.expm1(-0.003), 2)} (lev) and noise by at most "
-        f"{render.pc(math.expm1(0.01), 2)} (tied)")
+    assert values.v_in_domain(recs, "g", "tied", "lev") == (
+        f"rare-mean by at most {fmt.pc(math.expm1(-0.003), 2)} (lev) and noise by at most "
+        f"{fmt.pc(math.expm1(0.01), 2)} (tied)")

@@ -1,15 +1,15 @@
 """
 docs/performance.md's tables and the README's performance lines, rendered from the benchmark records
-(analysis/perf_records.py). analysis/render.py fills them with the results' blocks, by the same markers:
+(analysis/perf_records.py). render/docs.py fills them with the results' blocks, by the same markers:
 
-    python -m analysis.render            # every doc, this page included
-    python -m analysis.render --check    # exit 1 where a doc differs from what the records give
+    python -m render            # every doc, this page included
+    python -m render --check    # exit 1 where a doc differs from what the records give
 
 Which records a table shows: for each machine kind and each thing measured (a configuration of the step, the arms, the
 head at a vocabulary, ...), the newest records that hold it. Newest: a record written by its command comes before any
 transcribed one, then the later day; the runs of that day are shown together (a cell "a / b" is one value per record,
 in the order of the record column). A record another one supersedes is left out. Every record no table shows is a row of
-the history table. So a new record needs no edit of the page: `python -m analysis.render` puts it where it belongs.
+the history table. So a new record needs no edit of the page: `python -m render` puts it where it belongs.
 
 Spread: "(a-b)" after a value measured over rounds is the interquartile range over the rounds (of the per-round paired
 ratios, for a ratio); transcribed figures have none.
@@ -19,6 +19,7 @@ import statistics
 import textwrap
 
 from analysis import perf_records as P
+from render.fmt import md_table
 from util import presets
 
 VARIANT_OF = dict(bfloat16="(c) bf16+chunked", float32="(d) fp32+chunked")   # the default step by the number format
@@ -66,11 +67,6 @@ def joined(cells) -> str:
     """One value per record, " / " between them; "-" where none has it."""
     cells = list(cells)
     return "-" if all(c == "-" for c in cells) else " / ".join(cells)
-
-
-def md_table(head, rows) -> str:
-    line = lambda r: "| " + " | ".join(str(c) for c in r) + " |"
-    return "\n".join([line(head), line(["---"] * len(head))] + [line(r) for r in rows])
 
 
 def names(rs) -> str:
@@ -187,7 +183,7 @@ def shown(recs: dict) -> set:
 
 
 # ------------------------------------------------------------------------------------------------------------
-# Blocks (each takes the results' records first, as analysis/render.py calls every block, and reads its own)
+# Blocks (each takes the results' records first, as render/docs.py calls every block, and reads its own)
 
 def paired_q(a: dict, b: dict):
     """The quartiles of the per-round ratios a / b, where both kept their rounds."""

@@ -1,0 +1,211 @@
+"""The blocks across groups: each arm's learning rate and each arm at its best, the trends along an axis (training
+length, model size, vocabulary: docs/results/trends.md), and the README's headline table of the main comparisons.
+Each axis lists its groups explicitly (a group re-run after a fix replaces the one it supersedes; the docs name both
+where both are shown)."""
+import math
+
+import numpy as np
+
+from analysis import records as R
+from render.fmt import LEGEND, behind, interval, lr_text, md_table, mult_of, pc, per_seed
+from render.tables import b_compare
+
+# The groups each trend reads (docs/results/trends.md says why these).
+LR_CPU = ("cpu_rerun", "cpu_lr1e-3", "cpu_lr4e-3", "cpu_lr8e-3_tied", "cpu_lr8e-3_lev")
+SIZE_BIG_RATES = ("big_lnfix", "big", "big_lr6e-4", "big_lr4e-4", "big_lr1.5e-3", "big_lr4e-4_untied")
+SIZE_XL_RATES = ("xl", "xl_lr1e-3")
+LENGTH = ("cpu_rerun", "cpu_len2m", "cpu_len8m")
+SIZE = ("cpu_rerun", "ref", "big_lnfix", "xl", "xxl")
+SIZE_OTHERS = ("big", "big_gpu", "big_lr6e-4", "xl_lr1e-3")
+VOCAB = ("cpu_rerun", "cpu_cl100k_base", "cpu_o200k_base")
+BODIES = ("cpu", "ref", "big", "xl", "xxl")           # from table-heavy to body-heavy
+
+
+def rates(recs, *groups):
+    """{arm: {lr: {seed: (loss, group)}}} over the given groups (every learning rate tried). A listed group that
+    supersedes another listed one replaces its runs of the same arm and seed; two groups with the same arm, rate and
+    seed otherwise are an error (list one of them)."""
+    replaced = {(old, run["arm"], run["seed"]) for n in groups for old in recs[n].get("supersedes", []) if old in groups
+                for run in recs[n]["runs"].values()}
+    out = {}
+    for n in groups:
+        r = recs[n]
+        for run in r["runs"].values():
+            if run["arm"] not in ("tied", "untied", "lev") or (n, run["arm"], run["seed"]) in replaced:
+                continue
+            lr = arm_lr(r, run["arm"])
+            cell = out.setdefault(run["arm"], {}).setdefault(lr, {})
+            if run["seed"] in cell:
+                raise ValueError(f"{run['arm']} seed {run['seed']} at lr {lr} is in {cell[run['seed']][1]} "
+                                 f"and {n}: list one of them.")
+            cell[run["seed"]] = (run["loss"], n)
+    return out
+
+
+def arm_lr(r, arm) -> float:
+    """The learning rate an arm of a group trained with (the group's, unless its arms had their own)."""
+    return r["setting"].get("lrs", {}).get(arm, r["setting"]["lr"])
+
+
+def best_rate(by_lr: dict) -> float:
+    """The learning rate with the lowest mean loss over the seeds run at every rate of this arm."""
+    common = set.intersection(*(set(v) for v in by_lr.values()))
+    return min(by_lr, key=lambda lr: np.mean([x for s, (x, _) in by_lr[lr].items() if not common or s in common]))
+
+
+def at_best(recs, *groups) -> dict:
+    """{arm: (group, lr)} of each arm at its best rate among the groups."""
+    return {arm: (next(iter(by_lr[lr].values()))[1], lr) for arm, by_lr in rates(recs, *groups).items()
+            for lr in [best_rate(by_lr)]}
+
+
+def b_rates(recs, *groups) -> str:
+    """Validation perplexity per learning rate and arm over the groups (mean over seeds; how many); each arm's best in
+    bold (on the seeds it ran at every rate)."""
+    table = rates(recs, *groups)
+    lrs = sorted({lr for t in table.values() for lr in t})
+    best = {arm: best_rate(t) for arm, t in table.items()}
+    rows = []
+    for arm in ("tied", "untied", "lev"):
+        if arm not in table:
+            continue
+        cells = [arm]
+        for lr in lrs:
+            v = table[arm].get(lr)
+            s = "-" if v is None else f"{np.mean([math.exp(x) for x, _ in v.values()]):.2f} ({len(v)})"
+            cells.append(f"**{s}**" if v is not None and lr == best[arm] else s)
+        rows.append(cells)
+    return md_table([f"arm ([legend]({LEGEND}))"] + [f"lr {lr_text(lr)}" for lr in lrs], rows)
+
+
+def b_at_best(recs, *groups) -> str:
+    """The arms each at its best rate among the groups, paired by seed."""
+    best = at_best(recs, *groups)
+    specs = [f"{best[a][0]}:{a}/{best[b][0]}:{b}={a} ({lr_text(best[a][1])}) vs {b} ({lr_text(best[b][1])})"
+             for a, b in (("lev", "tied"), ("lev", "untied"), ("untied", "tied")) if a in best and b in best]
+    return b_compare(recs, *specs)
+
+
+def setting_text(r) -> str:
+    s = r["setting"]
+    dev = "GPU" if r["device"] == "cuda" else "CPU"
+    lr = (f"lr {lr_text(s['lr'])}" if not s.get("lrs") else
+          "lr " + ", ".join(f"{lr_text(v)} ({a})" for a, v in s["lrs"].items()))
+    return (f"{s['body']}, {s['tokenizer']}, {lr}, {s['tokens'] / 1e6:.2f}M tokens"
+            + (f" ({s['epochs']:.2f} epochs)" if s.get("epochs") else "") + f", {r['dtype']}, {dev}")
+
+
+def b_trend(recs, *groups) -> str:
+    """A row per group: lev vs tied, lev vs untied and untied vs tied within it, paired by seed."""
+    rows = []
+    for n in groups:
+        r = recs[n]
+        cells = [f"`{n}`", setting_text(r)]
+        for a, b in (("lev", "tied"), ("lev", "untied"), ("untied", "tied")):
+            g = R.gap(r, a, r, b)
+            cells.append("-" if g is None else f"{pc(g['mean'])} ({per_seed(g)}; {behind(g)})")
+        rows.append(cells)
+    return md_table(["group", "setting", f"lev vs tied: [mean]({LEGEND}) (per seed; behind in)", "lev vs untied",
+                     "untied vs tied"], rows)
+
+
+def axis_x(axis, r) -> float:
+    """A group's place on an axis: the body's share of a tied model (%), log2 V, or log10 of the training tokens."""
+    from data.tokenizers import VOCAB_SIZES
+    s = r["setting"]
+    if axis == "size":
+        return 100 * (1 - input_share(s["body"])["share"])
+    if axis == "vocab":
+        return math.log2(VOCAB_SIZES[s["tokenizer"]])
+    if axis == "length":
+        return math.log10(s["tokens"])
+    raise ValueError(f"no axis {axis!r}")
+
+
+def input_share(body, V=None) -> dict:
+    """The input table's share of a tied model, and LEV's input map vs the table, at a body and V (meta device)."""
+    import torch
+    from lev import GPT2_VOCAB
+    from model import GPT, GPTConfig
+    from util.presets import PRESETS
+    with torch.device("meta"):
+        tied = GPT(GPTConfig.from_preset(PRESETS[body], vocab_size=V or GPT2_VOCAB, emb="tied")).param_breakdown()
+        lev = GPT(GPTConfig.from_preset(PRESETS[body], vocab_size=V or GPT2_VOCAB, emb="lev")).param_breakdown()
+    return dict(table=tied["input"], tied_total=tied["total"], share=tied["input"] / tied["total"],
+                lev_vs_table=lev["input"] / tied["input"])
+
+
+def b_shares(recs, *groups) -> str:
+    """What the model is at each group's body and vocabulary: the table's share of a tied model, LEV's input map
+    against the table."""
+    from data.tokenizers import VOCAB_SIZES
+    rows = []
+    for n in groups:
+        s = recs[n]["setting"]
+        sh = input_share(s["body"], VOCAB_SIZES[s["tokenizer"]])
+        rows.append([f"`{n}`", s["body"], f"{VOCAB_SIZES[s['tokenizer']]:,}", f"{sh['tied_total'] / 1e6:.1f}M",
+                     f"{sh['share']:.0%}", f"{sh['lev_vs_table']:.1%}"])
+    return md_table(["group", "body", "V", "tied model", "the table's share of it", "LEV's input map / the table"], rows)
+
+
+def fit(x, y) -> dict:
+    """Least squares y = a + b x -> a, b, the standard error of b, n; None with fewer than 3 points or one x."""
+    x, y = np.asarray(x, float), np.asarray(y, float)
+    if len(x) < 3 or np.ptp(x) == 0:
+        return None
+    X = np.stack([np.ones_like(x), x], 1)
+    coef, *_ = np.linalg.lstsq(X, y, rcond=None)
+    resid = y - X @ coef
+    cov = resid @ resid / max(1, len(x) - 2) * np.linalg.inv(X.T @ X)
+    return dict(a=coef[0], b=coef[1], se=math.sqrt(cov[1, 1]), n=len(x))
+
+
+UNITS = {"size": "per point of the body's share", "vocab": "per doubling of V", "length": "per tenfold more tokens"}
+
+
+def b_fit(recs, axis, *groups) -> str:
+    """A straight line through lev vs tied (nats, every seed pair) against the axis's x, over the given groups."""
+    pts = []
+    for n in groups:
+        g = R.gap(recs[n], "lev", recs[n], "tied")
+        pts += [(axis_x(axis, recs[n]), math.log1p(v)) for v in g["gaps"]]
+    f = fit(*zip(*pts)) if pts else None
+    if f is None:
+        return "Too few points for a line."
+    sig = abs(f["b"]) > 2 * f["se"]
+    return (f"A straight line through lev vs tied (nats, each seed pair of {', '.join(f'`{n}`' for n in groups)}; "
+            f"{f['n']} points): slope {f['b']:+.4f} nats {UNITS[axis]}, standard error {f['se']:.4f}: "
+            + ("more than two standard errors from zero." if sig else "within two standard errors of zero: no trend."))
+
+
+def fair_row(recs, name, a, b, same=False, where=None) -> tuple:
+    """A headline row of a fair-rate group (section 9): arms a and b each at its best input-map multiplier (same:
+    the row below another of the group, "the same: ..."; where: the row's own words for its group)."""
+    r = recs[name]
+    ma, mb = R.best_mult(r, a), R.best_mult(r, b)
+    where = where or ("the same" if same else "8 x 512, the body at one rate, each input map at its best rate (section 9)")
+    return f"{where}: {a} ({mult_of(ma)}) vs {b} ({mult_of(mb)})", name, ma, name, mb
+
+
+def b_headline(recs) -> str:
+    """The README's table: the main comparisons, each with its groups, seeds, the mean gap, the seed pairs behind, and
+    the zero-shot change (the default dataset, never trained on)."""
+    big = at_best(recs, *SIZE_BIG_RATES)
+    rows = []
+    for label, ga, a, gb, b in (
+            ("4 x 128 (the quick start's), GPT-2 vocabulary: lev vs tied", "cpu_rerun", "lev", "cpu_rerun", "tied"),
+            ("the same: lev vs untied", "cpu_rerun", "lev", "cpu_rerun", "untied"),
+            ("6 x 384: lev vs tied", "ref", "lev", "ref", "tied"),
+            ("8 x 512, each arm at its best rate: lev vs tied", big["lev"][0], "lev", big["tied"][0], "tied"),
+            fair_row(recs, "big_fair", "lev_best", "tied"), fair_row(recs, "big_fair", "lev_best", "untied", same=True),
+            *([fair_row(recs, "big_len4m", "lev_best", "tied", where="the same 4x as long (section 10.2)")]
+              if "big_len4m" in recs else []),
+            ("4 x 128, o200k_base (the paper's vocabulary): lev vs tied", "cpu_o200k_base", "lev", "cpu_o200k_base", "tied")):
+        g = R.gap(recs[ga], a, recs[gb], b)
+        zero = next(iter(next(iter(recs[ga]["runs"].values()))["zero_shot"]), None)     # the default dataset's name
+        z = R.gap(recs[ga], a, recs[gb], b, f"zero_shot:{zero}") if zero else None
+        rows.append([label, f"`{ga}`" + ("" if gb == ga else f" / `{gb}`"), g["n"], pc(g["mean"]), behind(g),
+                     interval(g["ci"]) if g["ci"] else "fewer than 3 pairs", "yes" if R.within_seed_noise(g) else "no",
+                     "-" if z is None else pc(z["mean"])])
+    return md_table(["comparison (validation perplexity)", "groups", "seed pairs", f"[mean change]({LEGEND})",
+                     "lev behind in", "95% over seeds", "within seed noise", "zero-shot (Python's docs): mean change"], rows)
