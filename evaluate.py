@@ -174,9 +174,23 @@ def load_run(path):
     meta = {k: ckpt[k] for k in META}
     del ckpt
     cfg_path, log_path = os.path.join(path, "config.json"), os.path.join(path, "log.jsonl")
-    config = json.load(open(cfg_path)) if os.path.exists(cfg_path) else {}
+    config = read_config(cfg_path) if os.path.exists(cfg_path) else {}
     evals = read_log(log_path)[0] if os.path.exists(log_path) else []
     return Run(os.path.normpath(path), meta, config, evals)
+
+
+def read_config(path) -> dict:
+    """A run's config.json (train.py's), or a sentence naming it when it is damaged."""
+    try:
+        with open(path) as f:
+            config = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{path} is damaged ({type(e).__name__}): train.py writes it when a run starts; delete it "
+                         f"to score the run from its checkpoint alone.") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{path} is not a run's config (not a JSON object): delete it to score the run from its "
+                         f"checkpoint alone.")
+    return config
 
 
 def load_model(path, device="cpu"):
@@ -319,9 +333,13 @@ def read_cache(run_dir, key, n_datasets):
     path = os.path.join(run_dir, CACHE_DIR, f"{key}.npz")
     if not os.path.exists(path):
         return None
-    with np.load(path) as z:
-        meta = json.loads(str(z["meta"]))
-        return meta["norms"], meta["lambada"], [z[f"losses{k}"] for k in range(n_datasets)]
+    try:
+        with np.load(path) as z:
+            meta = json.loads(str(z["meta"]))
+            return meta["norms"], meta["lambada"], [z[f"losses{k}"] for k in range(n_datasets)]
+    except Exception as e:                               # a damaged cache file: a cache, so its scores are recomputed
+        print(f"note: {path} is damaged ({type(e).__name__}); its scores are recomputed", file=sys.stderr)
+        return None
 
 
 def write_cache(run_dir, key, norms, lamb, scores):
@@ -374,7 +392,11 @@ def read_json(path):
 
 def open_runs(a, say):
     """The runs (with --baseline added if it is not among them), their groups, and the baseline run."""
-    norm = os.path.normpath
+    norm, real = os.path.normpath, os.path.realpath
+    twice = sorted({d for d in a.runs if [real(x) for x in a.runs].count(real(d)) > 1})
+    if twice:
+        raise ValueError(f"--runs names {twice[0]} twice (as {' and '.join(x for x in a.runs if real(x) == real(twice[0]))}): "
+                         f"each run counts once (as one seed); drop the repeat.")
     dirs = a.runs + ([a.baseline] if a.baseline and norm(a.baseline) not in map(norm, a.runs) else [])
     runs = [load_run(d) for d in dirs]
     groups = group_runs(runs, a.group)

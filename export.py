@@ -23,5 +23,5 @@ def main(argv=None):
 if __name__ == "__main__":
     try:
         main()
-    except (FileNotFoundError, ImportError, RuntimeError, ValueError) as e:
+    except (OSError, ImportError, RuntimeError, ValueError) as e:
         sys.exit(f"error: {e}")

@@ -88,12 +88,12 @@ class GPTConfig:
                 raise ValueError(f"{name} must be one of {', '.join(allowed)}; got {getattr(self, name)!r}.")
         if self.input_rms <= 0:
             raise ValueError(f"input_rms must be > 0, got {self.input_rms}.")
-        if self.n_embd % self.n_head or (self.n_embd // self.n_head) % 2:
-            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head}) "
-                             f"into an even head size (rotary embeddings rotate pairs).")
         for name in ("vocab_size", "block_size", "n_layer", "n_head", "n_embd"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}.")
+        if self.n_embd % self.n_head or (self.n_embd // self.n_head) % 2:
+            raise ValueError(f"n_embd ({self.n_embd}) must be divisible by n_head ({self.n_head}) "
+                             f"into an even head size (rotary embeddings rotate pairs).")
         self.lev = replace(self.lev, vocab_size=self.vocab_size, n_embd=self.n_embd)   # LEV's own checks run here
 
 

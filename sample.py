@@ -40,10 +40,15 @@ CHECKS = dict(num_samples=checked(int, 1), max_new_tokens=checked(int, 0), tempe
 def read_prompt(start: str) -> str:
     if start.startswith("FILE:"):
         path = start[5:]
-        if not os.path.exists(path):
-            raise FileNotFoundError(f"prompt file {path} does not exist (from --start=FILE:{path}).")
-        with open(path, encoding="utf-8") as f:
-            return f.read()
+        if not os.path.isfile(path):
+            raise FileNotFoundError(f"prompt file {path} {'is a folder' if os.path.isdir(path) else 'does not exist'} "
+                                    f"(from --start=FILE:{path}): give a text file.")
+        try:
+            with open(path, encoding="utf-8") as f:
+                return f.read()
+        except UnicodeDecodeError:
+            raise ValueError(f"prompt file {path} is not UTF-8 text (from --start=FILE:{path}): give a text "
+                             f"file.") from None
     return start
 
 
@@ -78,5 +83,5 @@ def main(argv=None):
 if __name__ == "__main__":
     try:
         main()
-    except (FileNotFoundError, RuntimeError, ValueError, FloatingPointError) as e:
+    except (OSError, RuntimeError, ValueError, FloatingPointError) as e:
         sys.exit(f"error: {e}")

@@ -73,7 +73,9 @@ class TrainConfig:
     fast: str = "auto"            # how the model is computed (fast.accelerate; the same function): auto (all on a CPU,
                                   # lev elsewhere), all (fast LEV, blockwise head), lev (fast LEV, plain head), off
     keep_freed_memory: bool = True  # on a CPU (glibc): reuse freed memory, not fresh pages each step (util/runtime.py)
-    resume: bool = False          # continue from out_dir/ckpt.pt (its config is the base; flags given now override)
+    resume: bool = False          # continue from out_dir/ckpt.pt (its config is the base; flags given now override,
+                                  # except those that change what the run sees: SEES)
+    overwrite: bool = False       # start a fresh run in an out_dir that holds one (its ckpt.pt and log are replaced)
     stop_at: int = 0              # save and stop after this many steps (0 = run to max_iters); for time-limited jobs
     sample_tokens: int = 120      # tokens sampled at the end of training (0 = none)
     sample_start: str = "The"     # the prompt of that sample ("" = the end-of-text token)
@@ -91,10 +93,12 @@ CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=
               eval_iters=checked(int, 1), log_interval=checked(int, 1), batch_size=checked(int, 1),
               grad_accum=checked(int, 1), lr=checked(float, 0, exclusive=True), min_lr_ratio=checked(float, 0, maximum=1),
               warmup_iters=checked(int, 0), weight_decay=checked(float, 0), grad_clip=checked(float, 0),
-              sample_tokens=checked(int, 0), emb_lr_mult=checked(float, 0, exclusive=True),
+              sample_tokens=checked(int, 0), seed=checked(int, 0), emb_lr_mult=checked(float, 0, exclusive=True),
               codebook_lr_mult=checked(float, 0))
 
 
+# what a resumed run must keep, or it would see other batches or validation windows than the steps before it did
+SEES = ("dataset", "data_root", "batch_size", "grad_accum", "seed", "eval_iters")
 CODEBOOK_ARMS = ("lev", "factorized_mlp")     # the input maps with digit codebooks (--codebook-lr-mult)
 RENAMED = dict(lev_lr_mult="emb_lr_mult", lev_weight_decay="emb_weight_decay")   # an old field -> its name now
 
@@ -162,6 +166,7 @@ class Run:
     last_loss: float = float("nan")
     last_val: float = float("nan")
     log_file: Any = None
+    stopped_by: str = ""          # the signal that interrupted the run ("SIGINT", "SIGTERM")
 
     master = property(lambda self: self.rank == 0)
     ckpt_path = property(lambda self: os.path.join(self.tc.out_dir, "ckpt.pt"))
@@ -186,12 +191,14 @@ def setup(argv=None) -> Run:
     rank, world, local_rank = runtime.distributed()
     # resume: the checkpoint's config is the base; flags given now override it
     tc.out_dir = tc.out_dir or os.path.join("out", args.emb)
-    ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt")) if tc.resume else None
+    check_out_dir(tc, given)
+    ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt"), fields=checkpoint.RUN_FIELDS) if tc.resume else None
     if ckpt is not None:
         saved = {**ckpt["train_args"], **flatten(GPTConfig, ckpt["model_args"])}
         saved = {RENAMED.get(k, k): v for k, v in saved.items()}           # a checkpoint written before the rename
+        check_same_view(saved, args, given, world, ckpt, os.path.join(tc.out_dir, "ckpt.pt"))
         for k, v in saved.items():
-            if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir"):
+            if k not in given and hasattr(args, k) and k not in ("resume", "stop_at", "out_dir", "overwrite"):
                 setattr(args, k, v)
         tc = pick(TrainConfig, args, out_dir=tc.out_dir)
     if tc.dry_run:
@@ -224,17 +231,78 @@ def setup(argv=None) -> Run:
     if ckpt is not None:
         restore(run, ckpt)
     elif os.path.exists(run.ckpt_path):
-        run.say(f"note: {run.ckpt_path} exists; this run starts over and overwrites it and its log.jsonl "
-                f"(pass --resume to continue it)")
+        run.say(f"note: --overwrite: this run starts over in {tc.out_dir}, replacing its ckpt.pt and log.jsonl")
     banner(run, dtype_why, memory)
     if run.master:
         os.makedirs(tc.out_dir, exist_ok=True)
+        for name in checkpoint.remove_stale_temporaries(tc.out_dir):
+            run.say(f"note: removed {name}, a checkpoint save cut off by a killed process")
+        if ckpt is not None:
+            keep_logged_steps(os.path.join(tc.out_dir, "log.jsonl"), run.step, evaluates_at(run.step, tc))
+        elif os.path.exists(run.ckpt_path):
+            os.remove(run.ckpt_path)                                  # --overwrite: the old run's weights go too
         with open(os.path.join(tc.out_dir, "config.json"), "w") as f:
             json.dump(dict(train=asdict(tc), model=asdict(mc), tokenizer=run.tokenizer, dataset=data.path,
                            params=raw_model.param_breakdown(), world_size=world, device=device, dtype=dtype,
                            peak_lr={part: tc.lr * m for part, m in rate_mults(tc, raw_model).items()}), f, indent=2)
         run.log_file = open(os.path.join(tc.out_dir, "log.jsonl"), "a" if ckpt is not None else "w")  # one run's events
     return run
+
+
+def check_out_dir(tc: TrainConfig, given: set):
+    """Refuse, before anything is written, an --out-dir that is a file, a fresh run into a folder that holds a run
+    (unless --overwrite), and --resume with --overwrite or without a run to continue."""
+    path, ckpt = tc.out_dir, os.path.join(tc.out_dir, "ckpt.pt")
+    if os.path.exists(path) and not os.path.isdir(path):
+        raise ValueError(f"--out-dir {path} is a file, where the run's folder belongs: give a folder name "
+                         f"(it is created).")
+    if tc.resume and tc.overwrite:
+        raise ValueError("--resume continues the run in --out-dir and --overwrite replaces it: give one of them.")
+    if tc.resume and not os.path.exists(ckpt) and not tc.dry_run:
+        raise FileNotFoundError(f"--resume: {path} holds no checkpoint (ckpt.pt) to continue; start the run without "
+                                f"--resume, or point --out-dir at the run's folder.")
+    if not tc.resume and not tc.overwrite and not tc.dry_run and os.path.exists(ckpt):
+        raise ValueError(f"{path} holds a run (its ckpt.pt); pass --resume to continue it, --overwrite to start "
+                         f"over in its place, or another --out-dir for a new run.")
+
+
+def check_same_view(saved: dict, args, given: set, world: int, ckpt: dict, path: str):
+    """--resume refuses a flag that changes what the run sees (its batches, its validation windows: SEES), and
+    another number of processes, naming the flag and both values."""
+    changed = [f"--{k.replace('_', '-')} {saved.get(k)!r} (the checkpoint's) -> {getattr(args, k)!r}"
+               for k in SEES if k in given and k in saved and getattr(args, k) != saved[k]]
+    if ckpt.get("world_size", world) != world:
+        changed.append(f"processes {ckpt['world_size']} (the checkpoint's) -> {world}")
+    if changed:
+        raise ValueError(f"cannot resume {path} with {'; '.join(changed)}: the steps after the checkpoint would see "
+                         f"other batches or validation windows than the steps before it. Drop the flag to continue "
+                         f"the run as it was, or start a new run in another --out-dir.")
+
+
+def evaluates_at(step: int, tc: TrainConfig) -> bool:
+    return step % tc.eval_interval == 0 or step == tc.max_iters
+
+
+def keep_logged_steps(path: str, step: int, evaluates: bool):
+    """A resumed run's log.jsonl without what the run logged after its checkpoint's step (lost with the process
+    that wrote it, and logged again now), and without the evaluation at that step when the loop evaluates it
+    again: each step once. Rewritten atomically."""
+    if not os.path.exists(path):
+        return
+    keep = []
+    with open(path) as f:
+        for line in f:
+            try:
+                e = json.loads(line)
+            except ValueError:                                         # a line cut off by a kill
+                continue
+            s = e.get("step", 0) if isinstance(e, dict) else 0
+            if s < step or (s == step and not (evaluates and e.get("event") == "eval")):
+                keep.append(line if line.endswith("\n") else line + "\n")
+    tmp = f"{path}.tmp.{os.getpid()}"
+    with open(tmp, "w") as f:
+        f.writelines(keep)
+    os.replace(tmp, path)
 
 
 def val_windows(data, tc: TrainConfig, mc: GPTConfig, world: int):
@@ -374,7 +442,7 @@ def state(run: Run) -> dict:
     return dict(format=checkpoint.FORMAT, model=run.raw_model.state_dict(), optimizer=run.optimizer.state_dict(),
                 step=run.step, model_args=asdict(run.mc), train_args=asdict(run.tc), tokenizer=run.tokenizer,
                 rng=dict(torch=torch.get_rng_state(), cuda=torch.cuda.get_rng_state_all() if cuda else []),
-                best_val_loss=run.best_val, elapsed_s=run.elapsed, tokens_seen=run.tokens_seen)
+                best_val_loss=run.best_val, elapsed_s=run.elapsed, tokens_seen=run.tokens_seen, world_size=run.world)
 
 
 def restore(run: Run, ckpt: dict):
@@ -477,6 +545,7 @@ def train(run: Run) -> str:
                 window_start, window_time = run.step, 0.0
             if stop.agreed(run) or run.step == tc.stop_at:
                 status = "interrupted" if stop.requested or run.step != tc.stop_at else "paused"
+                run.stopped_by = stop.requested or "SIGTERM"           # another process's signal under torchrun
                 save(run)
                 run.say(f"{'stopped by a signal' if status == 'interrupted' else 'paused (--stop-at)'} at step "
                         f"{run.step}; checkpoint saved to {run.ckpt_path}. Continue with --resume.", important=True)
@@ -508,7 +577,10 @@ def sample_at_end(run: Run):
             important=True)
 
 
-EXIT_CODES = {"done": 0, "paused": 0, "interrupted": 0, "nan": 1, "dry run": 0}
+# the exit status of each ending (README, "Quick start, in detail"): a run that stopped before its last step exits
+# non-zero after saving, so `train.py ... && evaluate.py ...` never scores a half-trained run; 2 is a bad flag
+EXIT_CODES = {"done": 0, "dry run": 0, "nan": 1, "paused": 3, "SIGINT": 128 + signal.SIGINT,
+              "SIGTERM": 128 + signal.SIGTERM}
 
 
 def main(argv=None):
@@ -534,12 +606,18 @@ def main(argv=None):
         # waits for the GIL the exiting main thread holds); seen under load with 2 CPU processes.
         sys.stdout.flush()
         sys.stderr.flush()
-        os._exit(EXIT_CODES[status])
-    return dict(status=status, step=run.step, last_loss=run.last_loss, best_val_loss=run.best_val, out_dir=run.tc.out_dir)
+        os._exit(exit_code(status, run.stopped_by))
+    return dict(status=status, step=run.step, last_loss=run.last_loss, best_val_loss=run.best_val, out_dir=run.tc.out_dir,
+                signal=run.stopped_by)
+
+
+def exit_code(status: str, signal_name: str = "") -> int:
+    return EXIT_CODES[signal_name if status == "interrupted" else status]
 
 
 if __name__ == "__main__":
     try:
-        sys.exit(EXIT_CODES[main()["status"]])
-    except (FileNotFoundError, RuntimeError, ValueError) as e:    # foreseeable mistakes: one sentence, no traceback
+        result = main()
+        sys.exit(exit_code(result["status"], result.get("signal", "")))
+    except (OSError, RuntimeError, ValueError) as e:    # foreseeable mistakes: one sentence, no traceback
         sys.exit(f"error: {e}")

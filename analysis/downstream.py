@@ -113,14 +113,11 @@ def lambada_jsonl(requests_gz: str, out: str) -> str:
 
 
 def export_for_harness(run_dir: str, say=print) -> str:
-    """<run>/hf, exported (analysis/hf_export.py) when missing, older than the run's checkpoint, or written by an
-    export that did not record the trained context (and so declared it as the model's length)."""
+    """<run>/hf, exported (analysis/hf_export.py) unless it holds a whole export of the run's checkpoint as it is
+    now (hf_export.is_export_of: the checkpoint's sha256, recorded in the export)."""
     from analysis import hf_export
     dest = os.path.join(run_dir, "hf")
-    ckpt = os.path.join(run_dir, "ckpt.pt")
-    weights, config = os.path.join(dest, "model.safetensors"), os.path.join(dest, "config.json")
-    if not os.path.exists(weights) or os.path.getmtime(weights) < os.path.getmtime(ckpt) or \
-            "trained_context" not in json.load(open(config)):
+    if not hf_export.is_export_of(dest, os.path.join(run_dir, "ckpt.pt")):
         say(f"exporting {run_dir} to {dest} (export.py) ...")
         hf_export.export(hf_export.ExportConfig(out_dir=run_dir, dest=dest, check=False, overwrite=True))
     return dest

@@ -33,14 +33,15 @@ import torch
 
 from fast import load_model
 from lev import INIT_STD
-from util import checkpoint
+from util import checkpoint, files
 from util.cli import checked
 
 HAVE_TRANSFORMERS = importlib.util.find_spec("transformers") is not None   # found without importing it
 MIN_POSITIONS = 2048   # the longest input the export declares (see the docstring: beyond the trained context)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # Files this script writes (and, with --overwrite, replaces); nothing else in dest is touched.
-MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json", "README.md")
+SOURCE = "source.json"   # which checkpoint (path, sha256, step) and dtype wrote an export, its weights' sha256; last
+MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json", "README.md", SOURCE)
 GPT2_TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json")
 
 
@@ -211,26 +212,39 @@ def write_readme(dest, ckpt, ec: ExportConfig, config, tok_name, note):
         f.write("\n".join(lines))
 
 
-def same_export(dest: str, ckpt_path: str, dtype: str) -> bool:
-    """Whether dest holds an export of this checkpoint as it is now, in this dtype (e.g. the one evaluate.py --tasks
-    wrote): writing it again gives the same files, so no --overwrite is needed."""
-    weights, config = os.path.join(dest, "model.safetensors"), os.path.join(dest, "config.json")
-    if not (os.path.exists(weights) and os.path.exists(config)):
-        return False
-    if os.path.getmtime(weights) < os.path.getmtime(ckpt_path):                    # the run trained on since
-        return False
-    with open(config) as f:
-        return json.load(f).get("dtype") == dtype
+def export_source(dest: str):
+    """The source.json of an export folder ({checkpoint, sha256, step, dtype}), or None where it has none (an
+    export written before exports recorded their source, or one cut off before its end)."""
+    try:
+        with open(os.path.join(dest, SOURCE)) as f:
+            src = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return src if isinstance(src, dict) else None
+
+
+def is_export_of(dest: str, ckpt_path: str, dtype: str = None) -> bool:
+    """Whether dest holds a complete export of this checkpoint file as it is now (its sha256), in dtype (any where
+    None): writing it again gives the same files, so no --overwrite is needed."""
+    src, weights = export_source(dest), os.path.join(dest, "model.safetensors")
+    return (src is not None and os.path.isfile(weights) and src.get("sha256") == files.sha256(ckpt_path)
+            and src.get("weights_sha256") == files.sha256(weights) and dtype in (None, src.get("dtype")))
 
 
 def prepare_dest(ec: ExportConfig, ckpt_path: str):
     if os.path.abspath(ec.dest) == os.path.abspath(ec.out_dir):
         raise ValueError(f"--dest must not be the run directory {ec.out_dir} (its config.json would be "
                          f"overwritten); leave --dest empty for {os.path.join(ec.out_dir, 'hf')}.")
+    if os.path.exists(ec.dest) and not os.path.isdir(ec.dest):
+        raise ValueError(f"--dest {ec.dest} is a file, where the export's folder belongs: give a folder name "
+                         f"(it is created).")
     ours = [f for f in MODEL_FILES + GPT2_TOKENIZER_FILES if os.path.exists(os.path.join(ec.dest, f))]
-    if ours and not ec.overwrite and not same_export(ec.dest, ckpt_path, ec.dtype):
-        raise ValueError(f"{ec.dest} already holds an export ({', '.join(ours)}); pass --overwrite to "
-                         f"replace it, or choose another --dest.")
+    if ours and not ec.overwrite and not is_export_of(ec.dest, ckpt_path, ec.dtype):
+        src = export_source(ec.dest)
+        what = ("an export of another checkpoint or dtype "
+                f"({src.get('checkpoint')}, step {src.get('step')}, {src.get('dtype')})" if src else
+                f"an export ({', '.join(ours)}) that does not say which checkpoint wrote it")
+        raise ValueError(f"{ec.dest} already holds {what}; pass --overwrite to replace it, or choose another --dest.")
     for f in ours:                                   # a stale tokenizer must not outlive its model
         os.remove(os.path.join(ec.dest, f))
     os.makedirs(ec.dest, exist_ok=True)
@@ -296,6 +310,10 @@ def export(ec: ExportConfig) -> dict:
     else:
         note = tokenizer_note(tok.name, tok.eot_id)
     write_readme(ec.dest, ckpt, ec, config, tok.name, note)
+    ckpt_path = os.path.join(ec.out_dir, "ckpt.pt")
+    write_json(os.path.join(ec.dest, SOURCE),                       # last: the export is whole once this is there
+               dict(checkpoint=os.path.abspath(ckpt_path), sha256=files.sha256(ckpt_path), step=ckpt["step"],
+                    dtype=ec.dtype, weights_sha256=files.sha256(os.path.join(ec.dest, "model.safetensors"))))
     n_params = sum(t.numel() for t in sd.values()) - (sd["lm_head.weight"].numel() if config["tie_word_embeddings"] else 0)
     print(f"exported {ec.out_dir} (emb={model.cfg.emb}, step {ckpt['step']}) to {ec.dest}: "
           f"LlamaForCausalLM, {n_params:,} parameters, {ec.dtype}, tokenizer {tok.name}")

@@ -183,21 +183,32 @@ def read_log(path):
     folder starts again at a lower step (the older series is dropped); a resumed run repeats its first
     eval step (the repeat replaces the earlier point)."""
     series = {"eval": [], "train": []}
-    with open(path) as f:
-        for line in f:
-            try:
-                e = json.loads(line)
-            except json.JSONDecodeError:                                     # a line cut by a crash
+    try:
+        with open(path) as f:
+            lines = f.readlines()
+    except (OSError, UnicodeDecodeError) as e:
+        raise ValueError(f"{path} cannot be read as a training log ({type(e).__name__}): delete it to score the run "
+                         f"without its training curve.") from None
+    for i, line in enumerate(lines, 1):
+        try:
+            e = json.loads(line)
+        except json.JSONDecodeError:
+            if i == len(lines) and not line.endswith("\n"):           # the last line, cut by a kill: dropped
                 continue
-            pts = series.get(e.get("event"))
-            if pts is None:
-                continue
-            if pts and e["step"] < pts[-1]["step"]:
-                series = {"eval": [], "train": []} if e["event"] == "eval" else {**series, "train": []}
-                pts = series[e["event"]]
-            elif pts and e["step"] == pts[-1]["step"]:
-                pts.pop()
-            pts.append(e)
+            raise ValueError(f"{path} line {i} is not an event of train.py's log (damaged?): delete the line, or "
+                             f"the file to score the run without its training curve.") from None
+        if not isinstance(e, dict) or not isinstance(e.get("step"), int):
+            raise ValueError(f"{path} line {i} is not an event of train.py's log (no step): delete the line, or "
+                             f"the file to score the run without its training curve.")
+        pts = series.get(e.get("event"))
+        if pts is None:
+            continue
+        if pts and e["step"] < pts[-1]["step"]:
+            series = {"eval": [], "train": []} if e["event"] == "eval" else {**series, "train": []}
+            pts = series[e["event"]]
+        elif pts and e["step"] == pts[-1]["step"]:
+            pts.pop()
+        pts.append(e)
     return series["eval"], series["train"]
 
 

@@ -72,6 +72,25 @@ def prepare_hint(path):
     if name in DATASETS:
         return f"python data/prepare.py {name}{extra}{flags}"
     return "python data/prepare.py {" + ",".join(DATASETS) + "}" + flags
+
+
+META_FIELDS = ("vocab_size", "tokenizer", "train_tokens", "val_tokens", "train_shards", "val_shards")
+
+
+def read_meta(meta_path, path):
+    """A dataset's meta.json, checked: damaged, or without the fields a prepared dataset has, is one sentence."""
+    again = f"prepare the dataset again (`{prepare_hint(path)}`)."
+    try:
+        with open(meta_path) as f:
+            meta = json.load(f)
+    except (OSError, ValueError) as e:
+        raise ValueError(f"{meta_path} is damaged ({type(e).__name__}): {again}") from None
+    missing = [k for k in META_FIELDS if not isinstance(meta, dict) or k not in meta]
+    if missing:
+        raise ValueError(f"{meta_path} lacks {', '.join(missing)}, which data/prepare.py writes: {again}")
+    return meta
+
+
 class TokenData:
     """A prepared dataset folder: meta.json, train/val shards, train_counts.npy."""
 
@@ -81,8 +100,7 @@ class TokenData:
         if not os.path.exists(meta_path):
             raise FileNotFoundError(f"No prepared dataset in {path} (no meta.json): prepare it with "
                                     f"`{prepare_hint(path)}`.")
-        with open(meta_path) as f:
-            self.meta = json.load(f)
+        self.meta = read_meta(meta_path, path)
         self.vocab_size = self.meta["vocab_size"]
         self.tokenizer_name = self.meta["tokenizer"]
         total = self.meta["train_tokens"] + self.meta["val_tokens"]

@@ -25,6 +25,7 @@ train.py calls ensure_dataset("default"), which runs the first command above whe
 """
 import argparse
 import collections
+import glob
 import json
 import os
 import shutil
@@ -37,6 +38,7 @@ if __package__ in (None, ""):  # run as `python data/prepare.py`: import the `da
 
 import numpy as np
 
+from util import files
 from util.cli import add_dataclass_args, checked, number, pick
 from data import books, sources
 from data.shards import token_dtype, write_shard
@@ -147,6 +149,9 @@ def prepare(name, pieces, out_dir, tokenizer, source, *, val_pieces=None, worker
     max_tokens caps the train split (the input is read only as far as needed), max_val_tokens the val
     split. replace=False keeps an out_dir that another process finished first (ensure_dataset)."""
     tmp_dir = f"{out_dir.rstrip('/')}.tmp-{os.getpid()}"
+    for kind in ("tmp", "old"):                       # <out>.tmp-<pid>, <out>.old-<pid> of a killed preparation
+        for left in files.remove_leftovers(f"{glob.escape(out_dir.rstrip('/'))}.{kind}-*"):
+            print(f"note: removed {left}, a preparation cut off by a killed process", file=sys.stderr)
     shutil.rmtree(tmp_dir, ignore_errors=True)
     os.makedirs(tmp_dir)
     t0 = time.time()

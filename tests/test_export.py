@@ -158,9 +158,34 @@ def test_bfloat16_export_and_overwrite(tmp_path):
     assert json.load(open(os.path.join(dest, "config.json")))["dtype"] == "float32"
     export.main(["--out-dir", str(tmp_path), "--dest", dest, "--check=False"])   # the same checkpoint and dtype again
     ckpt = tmp_path / "ckpt.pt"
-    os.utime(ckpt, (os.path.getmtime(dest + "/model.safetensors") + 10,) * 2)      # the run trained on since
-    with pytest.raises(ValueError, match="already holds an export.*--overwrite"):
+    os.utime(ckpt, (os.path.getmtime(dest + "/model.safetensors") + 10,) * 2)      # a newer file time, the same bytes
+    export.main(["--out-dir", str(tmp_path), "--dest", dest, "--check=False"])
+    saved = checkpoint.load(str(ckpt))
+    checkpoint.save(dict(saved, step=7), str(ckpt))                                # the run trained on since
+    with pytest.raises(ValueError, match=f"holds an export of another checkpoint.*{tmp_path}/ckpt.pt, step 0.*--overwrite"):
         export.main(["--out-dir", str(tmp_path), "--dest", dest, "--check=False"])
+
+
+def test_another_runs_export_is_replaced_only_when_told(tmp_path):
+    """export A to D, then B to D: refused, naming A's checkpoint, and D still holds A's model; an export folder that
+    records no source (older, or cut off before its end) is not taken for B's either; --dest naming a file is a
+    sentence."""
+    a, b, dest = tmp_path / "a", tmp_path / "b", str(tmp_path / "D")
+    fake_run(a, tiny_config(vocab_size=257, emb="tied"), "byte")
+    fake_run(b, tiny_config(vocab_size=257, emb="lev"), "byte")
+    export.main(["--out-dir", str(a), "--dest", dest, "--check=False"])
+    weights = open(os.path.join(dest, "model.safetensors"), "rb").read()
+    with pytest.raises(ValueError, match=f"another checkpoint or dtype \\({a}/ckpt.pt, step 0"):
+        export.main(["--out-dir", str(b), "--dest", dest, "--check=False"])
+    assert open(os.path.join(dest, "model.safetensors"), "rb").read() == weights
+    os.remove(os.path.join(dest, hf_export.SOURCE))
+    with pytest.raises(ValueError, match="does not say which checkpoint wrote it"):
+        export.main(["--out-dir", str(a), "--dest", dest, "--check=False"])
+    export.main(["--out-dir", str(b), "--dest", dest, "--check=False", "--overwrite"])
+    assert json.load(open(os.path.join(dest, hf_export.SOURCE)))["checkpoint"] == str(b / "ckpt.pt")
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ValueError, match="is a file, where the export's folder belongs"):
+        export.main(["--out-dir", str(a), "--dest", str(tmp_path / "file"), "--check=False"])
 
 
 @pytest.mark.parametrize("args, message", [

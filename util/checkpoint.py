@@ -14,9 +14,12 @@ It loads with torch.load(weights_only=True), which refuses pickled callables. sa
 temporary file in the same folder, fsyncs it and renames it over the old one, so a crash or kill
 during a save leaves the previous checkpoint intact. fast.load_model builds the model of a checkpoint.
 """
+import glob
 import os
 
 import torch
+
+from util import files
 
 FORMAT = 2   # 1: the files written before the format was recorded (they stored how the model was computed, too)
 
@@ -36,19 +39,42 @@ def save(obj: dict, path: str):
             os.remove(tmp)
 
 
-def load(path: str, map_location="cpu", mmap=False) -> dict:
-    """Load a checkpoint with weights_only=True; a missing, unsafe or older-format file is a clear error. mmap=True
-    maps the file instead of reading it: a tensor is read only when used (evaluate.py reads metadata this way)."""
+MODEL_FIELDS = ("model", "model_args", "tokenizer")      # what sample, export and evaluate need
+RUN_FIELDS = MODEL_FIELDS + ("optimizer", "step", "train_args", "rng", "best_val_loss", "elapsed_s",
+                             "tokens_seen")             # what train.py --resume needs: the whole layout above
+
+
+def load(path: str, map_location="cpu", mmap=False, fields=MODEL_FIELDS) -> dict:
+    """Load a checkpoint with weights_only=True; a missing, empty, damaged, unsafe or older-format file, or one
+    without `fields`, is a clear error. mmap=True maps the file instead of reading it: a tensor is read only when
+    used (evaluate.py reads metadata this way)."""
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{path} is a folder, where a checkpoint file belongs: point --out-dir at the run's "
+                                f"folder, the one that holds ckpt.pt.")
     if not os.path.exists(path):
         raise FileNotFoundError(f"no checkpoint at {path}: train a model first (python train.py --out-dir ...) "
                                 f"or point --out-dir at a run directory that has ckpt.pt.")
+    if os.path.getsize(path) == 0:
+        raise RuntimeError(f"{path} is empty (0 bytes): the save that wrote it was cut off, or the file was "
+                           f"truncated. Train the run again (or restore the file from a copy).")
     try:
         ckpt = torch.load(path, map_location=map_location, weights_only=True, mmap=mmap)
     except Exception as e:  # unpickling errors for anything that is not plain data, or a corrupt file
         raise RuntimeError(f"refusing to load {path}: it is not a plain-data checkpoint of this project "
                            f"(torch.load with weights_only=True failed: {str(e).splitlines()[0]}).") from None
+    missing = [k for k in fields if not isinstance(ckpt, dict) or k not in ckpt]
+    if missing:
+        raise RuntimeError(f"{path} is not a checkpoint written by train.py: it lacks {', '.join(missing)} (a bare "
+                           f"state_dict, or a file of another program). Point --out-dir at a run of train.py.")
     if "model_args" in ckpt and ckpt.get("format", 1) != FORMAT:
         raise RuntimeError(f"{path} is a checkpoint of format {ckpt.get('format', 1)}, written by another version of "
                            f"this project; this one reads format {FORMAT}. Train the run again, or use the version "
                            f"that wrote it (git log -- util/checkpoint.py).")
     return ckpt
+
+
+
+def remove_stale_temporaries(folder: str) -> list:
+    """Remove the temporary files ("<name>.tmp.<pid>") that a save killed mid-write left in folder, those whose
+    process is gone; -> their names."""
+    return [os.path.basename(p) for p in files.remove_leftovers(os.path.join(glob.escape(folder), "*.tmp.*"))]
