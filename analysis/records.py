@@ -17,6 +17,8 @@ printouts committed before records existed. Its fields:
     baseline           the arm evaluate.py compared every other arm with
     source             evaluate.py (written by the run's command), or the printout a converted record came from
     note, wall         what else a reader must know of the group; seconds per run and for the evaluation, where recorded
+    corpus             which bytes the runs read: the prepared dataset's name, train and val tokens, and each input
+                       text's file, bytes and sha256 (corpus_of; added once to the records written before it was kept)
     efficiency_target  the baseline runs' final logged validation loss (tokens_to_baseline's target)
     arm_flags          the train.py flags that make each arm, where the group's command does not show them
     runs               per run ("<arm>_s<seed>"): arm, seed, emb, loss (validation, the fixed windows), zero_shot
@@ -284,6 +286,23 @@ def run_setting(run_dir: str, extra_flags=()) -> dict:
     return dict(body=t["preset"], tokenizer=c["tokenizer"]["name"], lr=t["lr"], steps=t["max_iters"], tokens=tokens,
                 context=m["block_size"], batch=t["batch_size"], dtype=c["dtype"], device=c["device"].split(":")[0],
                 flags=list(extra_flags))
+
+
+def corpus_of(run_dir: str) -> dict:
+    """Which bytes a group read, from the prepared dataset its runs trained on (config.json's path, meta.json): the
+    dataset folder's name, its train and val tokens, and each input text's file name, bytes and sha256 (those of a
+    dataset prepared before meta.json kept digests are computed from the files where they still exist)."""
+    from util import files
+    with open(os.path.join(run_dir, "config.json")) as f:
+        path = json.load(f)["dataset"]
+    with open(os.path.join(path, "meta.json")) as f:
+        meta = json.load(f)
+    src = meta.get("source", {})
+    texts = [dict(file=os.path.basename(t["path"]), bytes=t["bytes"],
+                  sha256=t.get("sha256") or (files.sha256(t["path"]) if os.path.isfile(t["path"]) else None))
+             for t in src.get("texts") or src.get("files") or []]
+    return dict(dataset=os.path.basename(os.path.normpath(path)), train_tokens=meta["train_tokens"],
+                val_tokens=meta["val_tokens"], texts=texts)
 
 
 def run_curves(result: dict) -> dict:

@@ -311,6 +311,11 @@ def write_texts(texts, text_dir):
               for n, data in found.items() if (m := mismatch(n, len(data), sha256_of(data)))]
     if errors:
         raise ValueError(" ".join(errors))
+    return place(found, text_dir)
+
+
+def place(found, text_dir):
+    """Write {name: bytes} as text_dir/<name>.txt, the folder built aside and renamed into place; -> the paths."""
     tmp = f"{text_dir.rstrip('/')}.tmp-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     os.makedirs(tmp)
@@ -340,13 +345,15 @@ def user_texts(input_dir):
 
 
 def book_files(input_dir=None, download_dir="data/downloads", text_dir="data/books_text"):
-    """(paths of shakespeare.txt, kjv.txt, austen.txt; source info for meta.json): a user's folder (--input),
-    else the texts rebuilt from the pinned archives and written to text_dir."""
+    """(paths of shakespeare.txt, kjv.txt, austen.txt; source info for meta.json): the texts of a user's folder
+    (--input) or rebuilt from the pinned archives, written to text_dir (where the README's commands read them)."""
     if input_dir:
         if not os.path.isdir(input_dir):
             raise FileNotFoundError(f"--input {input_dir} is not a folder: the books dataset reads a folder holding "
                                     f"shakespeare.txt, kjv.txt and austen.txt.")
         paths, built = user_texts(input_dir), "--input: the user's own copies"
+        if os.path.realpath(input_dir) != os.path.realpath(text_dir):   # where the experiments' commands read them
+            paths = place({n: open(p, "rb").read() for n, p in zip(RECORDS, paths)}, text_dir)
     else:
         paths = write_texts(rebuild(download_dir), text_dir)
         built = {name: {"file": a.file, "sha256": a.sha256, **({"pip": a.pip} if a.pip else {"urls": list(a.urls)})}

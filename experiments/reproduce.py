@@ -178,12 +178,27 @@ def prepare(rc: ReproduceConfig, py):
             sys.exit("error: --corpus text needs --input FILES (quote globs: --input 'corpus/*.txt').")
         sh([py, "data/prepare.py", *args, *(["--input", *rc.input] if rc.input else []), *tok, "--out-dir",
             os.path.join(root, name)], rc.dry_run)
+    elif rc.corpus == "text" and rc.input and not rc.dry_run:
+        same_text(os.path.join(root, name), rc.input)
     zero_shot = [dataset_dir_name(z, rc.tokenizer) if z in OFFLINE else z for z in rc.zero_shot]
     for z in OFFLINE:                                    # the zero-shot sets that need no download: prepared here
         folder = dataset_dir_name(z, rc.tokenizer)
         if folder in zero_shot and not os.path.exists(os.path.join(root, folder, "meta.json")):
             sh([py, "data/prepare.py", z, *tok, "--out-dir", os.path.join(root, folder)], rc.dry_run)
     return name, zero_shot
+
+
+def same_text(path: str, inputs: list):
+    """Refuse a prepared text corpus made from other bytes than --input's files (compared by sha256, in order), so
+    that a group never trains on an older corpus that happens to sit in its folder."""
+    from data.sources import expand_inputs
+    from util import files
+    with open(os.path.join(path, "meta.json")) as f:
+        had = [t.get("sha256") for t in json.load(f).get("source", {}).get("files", [])]
+    now = [files.sha256(p) for p in expand_inputs(inputs)]
+    if None not in had and had != now:
+        sys.exit(f"error: {path} was prepared from other files than --input {' '.join(inputs)} (their sha256 "
+                 f"differ): delete {path} to prepare it from these, or give --data-root another folder.")
 
 
 def common_flags(rc: ReproduceConfig, dataset: str) -> tuple:
@@ -260,6 +275,7 @@ def write_record(results: str, command: str, flags: list, runs_s: dict, evaluate
     rec = records.from_eval(result, name, title, command, records.run_setting(result["runs"][0]["dir"], flags),
                             wall=dict(runs_s=runs_s, evaluate_s=round(evaluate_s)), supersedes=supersedes,
                             curves=records.run_curves(result))
+    rec["corpus"] = records.corpus_of(result["runs"][0]["dir"])
     if arm_flags:
         rec["arm_flags"] = arm_flags
     if lrs:
