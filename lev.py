@@ -2,9 +2,11 @@
 LEV: learned embedding vectorization, the input map of Leviathan (Batley & Saha, arXiv 2601.22040).
 
 A token id i is not looked up in a V x D table. It is written in base b (its "digits"), the digits pick
-rows of k small codebooks that are summed into a seed z, and a separable (tensor-product) spline of the
-seed generates the embedding. Each step below is one function whose docstring carries the equation
-(numbered as in docs/method.md, section 2) and the shapes; the LEV module chains them exactly as written.
+rows of k small codebooks that are summed into a seed z, and a separable spline of the seed generates the
+embedding. "Separable": a function of d_s coordinates built as a weighted sum of products of one-coordinate
+functions, f(u) = sum_m w_m prod_j phi_{m,j}(u_j); each product is a "mode" (rank 1), and the rank r is how many
+modes each head has. Each step below is one function whose docstring carries the equation (numbered as in
+docs/method.md, section 2) and the shapes; the LEV module chains them exactly as written.
 N stands for the ids of one call: the positions of a batch (sequences x their length) or its distinct ids.
 docs/method.md, section 2, lists every symbol with its code name and flag; a letter has one meaning there and here.
 
@@ -38,7 +40,7 @@ class LEVConfig:
     heads: int = 8                # h: independent separable heads, summed at the end
     kappa: int = 16               # kappa: spline knots per seed dimension (our choice: docs/method.md)
     rank: int = 64                # r: separable modes (rank-1 products) per head
-    seed_ln: bool = True          # our choice: LayerNorm before the sigmoid (KHRONOS: none)
+    seed_ln: bool = True          # our choice: LayerNorm before the sigmoid (KHRONOS, the authors' earlier layer: none)
     temperature: float = 2.0      # tau, our choice: u = sigmoid(LN(W z) / tau); 1.0 is a plain sigmoid
     basis_norm: bool = True       # our choice: renormalise the B-spline weights to sum to 1 on [0, 1]
     codebooks: str = "per_position"  # our choice: one codebook per digit position; "shared": one for all

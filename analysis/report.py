@@ -52,7 +52,7 @@ def report_dataset(d, result):
     groups = {g: [r for r in runs if r["group"] == g] for g in result["groups"]}
     out = [f"\n== {shown(d['dataset'])}: {d['split']} split, {d['windows']} windows x {d['block_size']} = {pos[-1]:,} targets"
            f"{' (zero-shot: not the training data)' if d['zero_shot'] else ''} ==",
-           table(["run", "group", "emb", "step", "tokens", "loss", "ppl", f"ppl vs {base} [95% CI]"],
+           table(["run", "group", "emb", "step", "tokens", "loss", "ppl", f"ppl vs {base} [95% over windows]"],
                  [[r["label"], r["group"], r["emb"], r["step"], f"{r['tokens_seen']:,}", f"{d['runs'][r['label']]['loss']:.4f}",
                    f"{d['runs'][r['label']]['ppl']:.2f}", change(d["runs"][r["label"]])] for r in runs])]
     if any(len(rs) > 1 for rs in groups.values()):
@@ -65,7 +65,7 @@ def report_dataset(d, result):
     heads = [f"bucket of the {'input' if inputs else 'target'} (train freq)", "positions" if inputs else "targets",
              "share"]
     for g in groups:
-        heads += [f"{g} ppl"] + ([] if g == base else [f"{g} vs {base} [95% CI]"])
+        heads += [f"{g} ppl"] + ([] if g == base else [f"{g} vs {base} [95% over windows]"])
     rows = []
     for i, name in enumerate(result["bucket_names"]):
         row = [name, f"{pos[i]:,}", f"{pos[i] / pos[-1]:.1%}"]
@@ -102,7 +102,7 @@ def seen_table(d, result):
     same = all(np.allclose(seen_shares(S, g), seen_shares(S, first)) for g in groups)  # e.g. same seeds and batches
     heads = [f"bucket of the {token} (times seen)"] + ([f"{unit}/run", "share"] if same else [])
     for g in groups:
-        heads += ([] if same else [f"{g} share"]) + [f"{g} ppl"] + ([] if g == base else [f"{g} vs {base} [95% CI]"])
+        heads += ([] if same else [f"{g} share"]) + [f"{g} ppl"] + ([] if g == base else [f"{g} vs {base} [95% over windows]"])
     rows = []
     for i, name in enumerate(S["names"]):
         e0 = G[first]["buckets"][i]
@@ -116,8 +116,9 @@ def seen_table(d, result):
     span = lambda k, f: f(min(x[k] for x in c)) + ("" if len({x[k] for x in c}) == 1 else " - " + f(max(x[k] for x in c)))
     return [f"perplexity by how many times the run itself saw the {token} as a training target "
             f"(its {span('targets', '{:,}'.format)} training targets, recomputed from the sampler; "
-            f"{span('distinct_ids', '{:,}'.format)} distinct ids seen); ppl: mean ± std over runs; change: the group's "
-            f"runs pooled vs the baseline's [95% CI]"
+            f"{span('distinct_ids', '{:,}'.format)} distinct ids seen); ppl: "
+            f"{'mean ± std over runs' if any(len(rs) > 1 for rs in groups.values()) else 'one run per group'}; change: the "
+            f"group's runs pooled vs the baseline's [95% over windows, given these models]"
             + ("" if same else "; the runs' buckets differ, so every group has its own share column"), table(heads, rows)]
 
 
@@ -159,7 +160,7 @@ def downstream_table(result, markdown=False):
     its change in percent."""
     D, base = result["downstream"], result["baseline"]
     groups = list(result["groups"])
-    heads = ["task", "metric", "items", "chance"] + [f"{g}" for g in groups] + [f"{g} vs {base} [95% CI]" for g in groups
+    heads = ["task", "metric", "items", "chance"] + [f"{g}" for g in groups] + [f"{g} vs {base} [95% over items]" for g in groups
                                                                                  if g != base]
     rows = []
     for t, e in D["compare"].items():

@@ -1,6 +1,6 @@
 """
 Is the negative result a mis-configured LEV? LEV's own settings, one at a time around the default, on the main
-comparison's recipe (docs/results.md section 2: the cpu body, 1.02M training tokens, lr 2e-3, seed s = the same
+comparison's recipe (the results' appendix, section B: the cpu body, 1.02M training tokens, lr 2e-3, seed s = the same
 batches and initial body for every arm), next to tied and untied trained in the same group. Run from the
 project folder, one command at a time (runs are resumable: a finished run is skipped, an unfinished one resumed):
 
@@ -10,14 +10,14 @@ project folder, one command at a time (runs are resumable: a finished run is ski
     python -m experiments.sweep evaluate --input ...                                    # evaluate.py over every run
     python -m experiments.sweep list                                                    # the settings and their flags
 
-The best LEV at a larger body, each arm at its own learning rate (docs/results.md section 7.3's best rates; a lev_*
+The best LEV at a larger body, each arm at its own learning rate (docs/results.md section 3.1's best rates; a lev_*
 setting takes lev's rate unless given its own), in the group <body>_sweep:
 
     python -m experiments.sweep train --body big --input ... --settings tied untied lev lev_best --seeds 1 2 \
         --lrs tied=6e-4 untied=4e-4 lev=1e-3
     python -m experiments.sweep evaluate --body big --input ...        # reads each run's rate from its config.json
 
-The fair-rate group (docs/results.md section 9): every arm's body at one rate (--lr), each input map at a multiple
+The fair-rate group (docs/results.md section 3.2): every arm's body at one rate (--lr), each input map at a multiple
 of it (a setting's name + "_x<m>" adds --emb-lr-mult=<m>), in a group of its own (--group):
 
     python -m experiments.sweep train --body big --group big_fair --lr 6e-4 --input ... --seeds 1 \
@@ -93,7 +93,7 @@ SETTINGS = {          # name -> train.py flags (on top of the cpu body's); tied 
     # the best LEV: every setting that beat the default by more than 0.5% at seed 1 and keeps LEV under the
     # table's size (kappa 32, -0.6%, would take it to 9.8M parameters)
     "lev_best": reproduce.CONTROLS["lev_best"],       # also an arm of experiments/reproduce.py
-    # what carries lev_best (docs/results.md section 9): k 2 with 32 heads alone (without the concatenated seed and
+    # what carries lev_best (docs/results.md section 7): k 2 with 32 heads alone (without the concatenated seed and
     # the no-decay), and lev_best on the digits of permuted ids (is it the digits, or dense sharing?)
     "lev_k2_heads32": ["--emb=lev", "--lev-k=2", "--lev-heads=32"],
     "lev_best_shuffled": [*reproduce.CONTROLS["lev_best"], "--lev-id-shuffle=1"],
@@ -285,8 +285,8 @@ def run_order(label: str) -> tuple:
 def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> str:
     """The commands that make the group, as a reader would type them (file names, not this machine's paths)."""
     if sc.body == "cpu":
-        return ("python -m experiments.sweep train --input shakespeare.txt kjv.txt austen.txt (stages: docs/results.md "
-                "section 8); python -m experiments.sweep evaluate --input ...")
+        return ("python -m experiments.sweep train --input shakespeare.txt kjv.txt austen.txt (stages: the results' "
+                "appendix, section F); python -m experiments.sweep evaluate --input ...")
     seeds = {}                                          # setting -> its seeds; one train command per seed set
     for d in runs:
         name, seed = records.arm_of(os.path.basename(d))

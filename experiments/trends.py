@@ -12,7 +12,7 @@ from the project folder, one command at a time (two at once slow each other seve
     python -m experiments.trends vocab  --input shakespeare.txt kjv.txt austen.txt    # o200k_base, cl100k_base
     python -m render                                                                  # tables and figures
 
-The axes (docs/results.md section 7 has what each cost in wall time, and on which machine):
+The axes (the results' appendix, section E, has each group's wall time and machine):
   lr      tied/untied/lev at 1e-3 and 4e-3, seed 1 (2e-3 is the main runs' seed 1), plus one more step where an
           arm's best is at an edge, then seeds 2-3 of all three at any arm's best other than 2e-3: 6-15 runs of 1M tokens
   length  tied/untied/lev, seeds 1-2, 8.19M tokens each (8x the main runs' 1,000 steps; 4.1M where bf16 is not native),

@@ -1,6 +1,7 @@
 """The docs and the command: which docs are rendered (FILLED, NOTEBOOKS, TRENDS), the registries of blocks and inline
-values (BLOCKS, VALUES: render.tables, render.trends, render.values, render.findings, render.perf), filling a doc's
-markers (call, fill), docs/results/trends.md whole, a notebook's findings cell, and `python -m render [--check]`
+values (BLOCKS, VALUES: render.tables, render.trends, render.values, render.paper, render.perf), filling a doc's
+markers (call, fill), the claims' check (render.claims), docs/results/trends.md whole, the abstract a notebook prints,
+and `python -m render [--check]`
 (the markers: the package's docstring)."""
 import json
 import os
@@ -10,9 +11,8 @@ import sys
 
 from analysis import records as R
 from render import __doc__ as USAGE
-from render import perf, tables, trends, values
+from render import claims, paper, perf, tables, trends, values
 from render.figures import DOCS, figures
-from render.findings import b_findings, findings
 from render.fmt import LEGEND
 from render.trends import (LENGTH, LR_CPU, SIZE, SIZE_BIG_RATES, SIZE_OTHERS, SIZE_XL_RATES, VOCAB, b_at_best, b_fit,
                            b_rates, b_shares, b_trend)
@@ -20,9 +20,9 @@ from render.trends import (LENGTH, LR_CPU, SIZE, SIZE_BIG_RATES, SIZE_OTHERS, SI
 ROOT = R.ROOT
 RESULTS = os.path.join(ROOT, "docs", "results.md")
 FILLED = [os.path.join(ROOT, "README.md"), RESULTS, os.path.join(ROOT, "docs", "method.md"),
-          perf.PAGE]                                                                   # docs with marked blocks
+          os.path.join(ROOT, "docs", "results", "appendix.md"), os.path.join(ROOT, "docs", "scaling.md"), perf.PAGE]                                                                   # docs with marked blocks
 NOTEBOOKS = [os.path.join(ROOT, "notebooks", n) for n in ("01_lev_step_by_step.ipynb", "02_tied_vs_lev.ipynb")]
-FINDINGS_CELL = "print(findings(records.load_all()))"   # a notebook code cell whose output render writes
+FINDINGS_CELL = "print(abstract())"       # a notebook code cell whose output render writes: the abstract
 TRENDS = os.path.join(DOCS, "trends.md")                                                # a doc rendered whole
 BLOCK = re.compile(r"(<!-- render: (.*?) -->\n)(.*?)(<!-- end render -->)", re.S)
 VALUE = re.compile(r"(<!-- = (.+?) -->)(.*?)(<!-- = -->)", re.S)
@@ -31,18 +31,16 @@ VALUE = re.compile(r"(<!-- = (.+?) -->)(.*?)(<!-- = -->)", re.S)
 BLOCKS = dict(group=tables.b_group, arms=tables.b_arms, buckets=tables.b_buckets, curve=tables.b_curve,
               efficiency=tables.b_efficiency, downstream=tables.b_downstream, protocol=tables.b_protocol,
               compare=tables.b_compare, rates=trends.b_rates, at_best=trends.b_at_best, trend=trends.b_trend,
-              fit=trends.b_fit, shares=trends.b_shares, headline=trends.b_headline, sweep=tables.b_sweep,
+              fit=trends.b_fit, shares=trends.b_shares, sweep=tables.b_sweep,
               ablation=tables.b_ablation, mults=tables.b_mults, fair=tables.b_fair, fair_seen=tables.b_fair_seen,
-              zero_seen=tables.b_zero_seen, findings=b_findings, near_unseen=tables.b_near_unseen,
-              unseen=tables.b_unseen, parts=tables.b_parts,
+              zero_seen=tables.b_zero_seen, near_unseen=tables.b_near_unseen,
+              unseen=tables.b_unseen, parts=tables.b_parts, reproduce=tables.b_reproduce, main=paper.b_main,
+              history=paper.b_history, abstract=lambda recs: abstract(recs),
               **perf.BLOCKS)   # docs/performance.md and the README's performance lines, from the benchmark records
-VALUES = dict(gap=values.v_gap, gain=values.v_gain, behind=values.v_behind, runs=values.v_count, reach=values.v_reach,
-              bucket=values.v_bucket, bucket_gain=values.v_bucket_gain, ppl=values.v_ppl, budget=values.v_budget,
-              spread=values.v_spread, means=values.v_means, sharing=values.v_sharing, fair=values.v_fair,
-              mult_best=values.v_mult_best, vs=values.v_vs, lead=values.v_lead, unseen=values.v_unseen,
-              near=values.v_near, deficit_share=values.v_deficit_share, norms=values.v_norms,
-              in_domain=values.v_in_domain, length=values.v_length, cb_best=values.v_cb_best,
-              replica=values.v_replica, **perf.VALUES)
+VALUES = dict(gap=values.v_gap, budget=values.v_budget, spread=values.v_spread, means=values.v_means,
+              mult_best=values.v_mult_best, deficit_share=values.v_deficit_share, norms=values.v_norms,
+              cb_best=values.v_cb_best, replica=values.v_replica, pair=paper.v_pair, seeds=paper.v_seeds,
+              unseen_share=paper.v_unseen_share, **perf.VALUES)
 
 
 UNION = re.compile(r"[\w.\-]+(?:\+[\w.\-]+)+")    # "big_fair+big_fair_parts": records.union of the groups
@@ -54,6 +52,11 @@ def call(table, spec, recs):
         raise ValueError(f"unknown render name {name!r}; known: {', '.join(table)}")
     unions = {u: R.union(recs, u) for u in UNION.findall(spec) if u not in recs}
     return table[name]({**recs, **unions} if unions else recs, *args)
+
+
+def abstract(recs=None) -> str:
+    """The abstract (its one home: docs/results/abstract.md) as a reader reads it: values filled, markers gone."""
+    return paper.plain(fill(paper.abstract_source(), recs or R.load_all()))
 
 
 def legend_link(path: str) -> str:
@@ -75,7 +78,7 @@ def trends_doc(recs) -> str:
     return "\n".join([
         "# Where LEV starts to pay: the trends", "",
         "Rendered by `python -m render` from the run records (docs/results/records/); docs/results.md "
-        "section 7 has the commands and the reading. A cell: the first arm's change of validation perplexity against the "
+        "sections 3 and 6 and the appendix (section E) have the reading and the groups. A cell: the first arm's change of validation perplexity against the "
         f"second: the [mean change]({LEGEND}) over seed pairs, exp(mean loss difference) - 1 (each pair's change in %; "
         "in how many pairs the first arm is behind). Each axis "
         "lists the groups it reads; a group re-run after a fix stands in for the one it supersedes.", "",
@@ -110,25 +113,38 @@ def trends_doc(recs) -> str:
 
 
 def notebook(path: str, recs: dict) -> str:
-    """A notebook's text with the output of its findings cell (the code FINDINGS_CELL) set to what the records give,
+    """A notebook's text with the output of its abstract cell (the code FINDINGS_CELL) set to what the records give,
     as running the cell would print it; written as Jupyter writes a notebook."""
     with open(path, encoding="utf-8") as f:
         nb = json.load(f)
     cells = [c for c in nb["cells"] if c["cell_type"] == "code" and FINDINGS_CELL in "".join(c["source"])]
     if not cells:
-        raise ValueError(f"{path} has no cell that runs {FINDINGS_CELL}: the findings are printed there.")
-    lines = (findings(recs) + "\n").splitlines(keepends=True)
+        raise ValueError(f"{path} has no cell that runs {FINDINGS_CELL}: the results' abstract is printed there.")
+    lines = (abstract(recs) + "\n").splitlines(keepends=True)
     for c in cells:
         c["outputs"] = [dict(name="stdout", output_type="stream", text=lines)]
     return json.dumps(nb, indent=1, ensure_ascii=False) + "\n"
 
 
+def problems(recs, out: dict) -> list:
+    """Every claim of the checked docs (render.claims.CHECKED) and of the abstract that the records contradict, and
+    every direction word there without a claim."""
+    found = claims.problems(recs, fill(paper.abstract_source(), recs), os.path.relpath(paper.ABSTRACT, ROOT))
+    for p, text in out.items():
+        if os.path.relpath(p, ROOT) in claims.CHECKED:
+            found += claims.problems(recs, text, os.path.relpath(p, ROOT))
+    return found
+
+
 def render(recs=None, write=True) -> dict:
-    """{path: rendered text} of every doc; write=True writes them and the figures."""
+    """{path: rendered text} of every doc; write=True writes them and the figures, unless a claim fails (then the
+    problems are raised and nothing is written)."""
     recs = recs or R.load_all()
     out = {p: fill(open(p, encoding="utf-8").read(), recs, p) for p in FILLED}
     out.update({p: notebook(p, recs) for p in NOTEBOOKS})
     out[TRENDS] = trends_doc(recs).replace(f"]({LEGEND})", f"]({legend_link(TRENDS)})")
+    if write and (found := problems(recs, out)):
+        raise ValueError("claims the records do not back (nothing written):\n" + "\n".join(found))
     if write:
         for p, text in out.items():
             with open(p, "w", encoding="utf-8") as f:
@@ -142,12 +158,19 @@ def main(argv=None):
     if argv and argv != ["--check"]:
         sys.exit(USAGE)
     if argv == ["--check"]:
-        stale = [p for p, text in render(write=False).items() if open(p, encoding="utf-8").read() != text]
-        if stale:
-            sys.exit("these docs differ from what the records give (python -m render rewrites them): "
-                     + ", ".join(os.path.relpath(p, ROOT) for p in stale))
-        print("every doc agrees with the records")
+        recs = R.load_all()
+        out = render(recs, write=False)
+        stale = [p for p, text in out.items() if open(p, encoding="utf-8").read() != text]
+        found = problems(recs, out)
+        if stale or found:
+            sys.exit("\n".join(found + ([f"these docs differ from what the records give (python -m render rewrites "
+                                         f"them): {', '.join(os.path.relpath(p, ROOT) for p in stale)}"] if stale else [])))
+        print("every doc agrees with the records, and every claim holds")
         return
-    for p in render():
+    try:
+        written = render()
+    except ValueError as e:
+        sys.exit(f"error: {e}")
+    for p in written:
         print(f"wrote {os.path.relpath(p, ROOT)}")
 

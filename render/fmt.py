@@ -1,6 +1,6 @@
 """The formats every table, inline value and figure of the docs shares (a change in %, an interval, the per-seed
 changes, a markdown table, a learning rate, a multiplier), the legend's link, and the words a comparison is said in
-(verdict, said, listed). How a comparison reads: the package's docstring."""
+(listed). How a comparison reads: the package's docstring."""
 import math
 import re
 
@@ -49,17 +49,6 @@ def mult_of(arm: str) -> str:
     """"tied_x5" -> "x5", "lev_best_cb20" -> "x1, codebooks x20": the rate multipliers as the docs write them."""
     _, cb, m = R.part_mults(arm)
     return f"x{m:g}" + (f", codebooks x{cb:g}" if cb is not None else "")
-
-
-# The words of a comparison: every direction word is computed from the comparison it names.
-
-def verdict(g) -> str:
-    """"behind" / "ahead of" outside seed noise, else "level with" (within it)."""
-    return "level with" if R.within_seed_noise(g) else "behind" if g["mean"] > 0 else "ahead of"
-
-
-def said(g) -> str:
-    return f"{pc(g['mean'])}" + (f" {interval(g['ci'])}" if g["ci"] else f", {g['n']} seed pair{'s' * (g['n'] != 1)}")
 
 
 def listed(items) -> str:

@@ -1,7 +1,7 @@
 """The blocks of one group's comparisons (a block NAME is BLOCKS[NAME] in render/docs.py): where and how a group ran,
 its arms against the baseline, per bucket, along training, downstream, comparisons by seed within and across groups,
-LEV's own settings (docs/results.md section 8), the input maps' rate multipliers (the fair-rate groups, section 9) and
-the never-consumed inputs (section 10.1). Each takes the records first: b_NAME(records, *ARGS)."""
+LEV's own settings (docs/results.md section 7), the input maps' rate multipliers (the fair-rate groups, section 3) and
+the never-consumed inputs (section 5). Each takes the records first: b_NAME(records, *ARGS)."""
 import math
 
 import numpy as np
@@ -21,10 +21,24 @@ def b_group(recs, *names) -> str:
         w = "; ".join(x for x in (f"{per} a run" if per else "",
                                   f"{wall['evaluate_s'] / 60:.1f} min to evaluate" if wall.get("evaluate_s") else "") if x)
         rows.append([f"`{n}`", f"`{r['command']}`", r["commit"] or "-", f"{r['machine']}, {r['date']}",
-                     f"{r['dtype']}", f"{s['tokens'] / 1e6:.2f}M ({s['epochs']:.2f} epochs)" if s.get("epochs") else
-                     f"{s['tokens'] / 1e6:.2f}M", f"{s['val_windows']:,}" if s.get("val_windows") else "-", w or "-"])
-    return md_table(["group", "command", "code", "machine, day", "dtype", "training tokens", "val windows", "wall time"],
-                    rows)
+                     f"{r['dtype']}", corpus_text(r), f"{s['tokens'] / 1e6:.2f}M ({s['epochs']:.2f} epochs)" if
+                     s.get("epochs") else f"{s['tokens'] / 1e6:.2f}M", f"{s['val_windows']:,}" if s.get("val_windows")
+                     else "-", w or "-"])
+    return md_table(["group", "command", "code", "machine, day", "dtype", "corpus", "training tokens", "val windows",
+                     "wall time"], rows)
+
+
+def corpus_text(r) -> str:
+    """Which corpus a group read: "the three books" where its texts' sha256 are those data/books.py rebuilds
+    (`python data/prepare.py books`), else its files, marked as other bytes."""
+    from data.books import RECORDS as BOOKS
+    c = r.get("corpus")
+    if not c:
+        return "not recorded"
+    digests = [t["sha256"] for t in c["texts"]]
+    if digests == [h for _, h in BOOKS.values()]:
+        return f"the three books ({c['train_tokens']:,} train tokens)"
+    return " ".join(t["file"] for t in c["texts"]) + " (other bytes than the books' records)"
 
 
 def b_arms(recs, name, base=None, *only) -> str:
@@ -213,7 +227,7 @@ def b_compare(recs, *specs) -> str:
     return md_table(["comparison", "groups"] + GAP_HEAD, rows)
 
 
-# LEV's own settings (docs/results.md section 8)
+# LEV's own settings (docs/results.md section 7)
 
 def b_sweep(recs, name, *arms) -> str:
     """A row per LEV setting: what it changes, LEV's parameters, the seeds, the change vs today's LEV and vs tied
@@ -261,7 +275,7 @@ def b_ablation(recs, name) -> str:
                      "gain here, ppl_before / ppl_after - 1", "the paper's gain"], rows)
 
 
-# The input map's rate multipliers (docs/results.md section 9)
+# The input map's rate multipliers (docs/results.md section 3)
 
 def b_mults(recs, name, *bases) -> str:
     """The input map's rate multiplier per arm (arms "<arm>_x<m>" of a group; a LEV arm's codebooks at a rate of their
@@ -368,7 +382,7 @@ def seen_pairs(r, view, pairs) -> str:
                     [f"{a} vs {b}: [mean]({LEGEND}) [95% over seeds] (behind in)" for a, b in best], rows)
 
 
-# The inputs a run never consumed (docs/results.md section 10.1)
+# The inputs a run never consumed (docs/results.md section 5)
 
 def b_near_unseen(recs, name, dataset="default", *only) -> str:
     """Per arm (mean over its seeds): the share of a dataset's positions whose input the run never consumed in
@@ -417,3 +431,33 @@ def b_unseen(recs, name, *only) -> str:
             rows.append(cells)
     return md_table([f"arm ([legend]({LEGEND}))", "text", "seeds", "ppl as trained (keep)"] +
                     [f"{o}: change (worse in)" for o, _ in variants], rows)
+
+
+BOOKS_INPUT = "data/books_text/shakespeare.txt data/books_text/kjv.txt data/books_text/austen.txt"
+
+
+def b_reproduce(recs, *rows) -> str:
+    """The commands that train and score each row's groups ("ROW WORDS=GROUP[,GROUP]"), after `python data/prepare.py
+    books` (which writes the three texts to data/books_text/), with the runs and their wall time as recorded (runs
+    plus evaluation), in a shell block: each record's command with the books' files for its --input."""
+    lines = ["python data/prepare.py books          # the three texts, rebuilt and checked (pip install -r "
+             "requirements-books.txt)", f'BOOKS="{BOOKS_INPUT}"']
+    for row in rows:
+        label, _, names = row.rpartition("=")
+        recs_ = [recs[n] for n in names.split(",")]
+        runs = sum(len(r["runs"]) for r in recs_)
+        walls = [r.get("wall") or {} for r in recs_]
+        devices = sorted({"one GPU" if r["device"] == "cuda" else "a 2-core CPU" for r in recs_})   # the records name them
+        cost = f"{runs} runs on {' and '.join(devices)}"
+        if all(w.get("runs_s") for w in walls):
+            hours = sum(sum(w["runs_s"].values()) + w.get("evaluate_s", 0) for w in walls) / 3600
+            cost += f", {hours:.1f} hours"
+        else:                                             # the groups recorded before runs' seconds were kept
+            per = [w["per_run"] for w in walls if w.get("per_run")]
+            cost += f"; a run took {per[0]}" if per else "; wall time not recorded"
+        lines += ["", f"# {label} ({cost})"]
+        for r in recs_:
+            command = r["command"].replace("--input shakespeare.txt kjv.txt austen.txt", "--input $BOOKS")
+            lines += [c for c in (c.strip() for c in command.replace("--input ...", "--input $BOOKS").split("; "))
+                      if c not in lines]                  # one command that made several groups, once
+    return "```bash\n" + "\n".join(lines) + "\n```"

@@ -1,5 +1,5 @@
 """The blocks across groups: each arm's learning rate and each arm at its best, the trends along an axis (training
-length, model size, vocabulary: docs/results/trends.md), and the README's headline table of the main comparisons.
+length, model size, vocabulary: docs/results/trends.md).
 Each axis lists its groups explicitly (a group re-run after a fix replaces the one it supersedes; the docs name both
 where both are shown)."""
 import math
@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from analysis import records as R
-from render.fmt import LEGEND, behind, interval, lr_text, md_table, mult_of, pc, per_seed
+from render.fmt import LEGEND, behind, lr_text, md_table, pc, per_seed
 from render.tables import b_compare
 
 # The groups each trend reads (docs/results/trends.md says why these).
@@ -176,36 +176,3 @@ def b_fit(recs, axis, *groups) -> str:
     return (f"A straight line through lev vs tied (nats, each seed pair of {', '.join(f'`{n}`' for n in groups)}; "
             f"{f['n']} points): slope {f['b']:+.4f} nats {UNITS[axis]}, standard error {f['se']:.4f}: "
             + ("more than two standard errors from zero." if sig else "within two standard errors of zero: no trend."))
-
-
-def fair_row(recs, name, a, b, same=False, where=None) -> tuple:
-    """A headline row of a fair-rate group (section 9): arms a and b each at its best input-map multiplier (same:
-    the row below another of the group, "the same: ..."; where: the row's own words for its group)."""
-    r = recs[name]
-    ma, mb = R.best_mult(r, a), R.best_mult(r, b)
-    where = where or ("the same" if same else "8 x 512, the body at one rate, each input map at its best rate (section 9)")
-    return f"{where}: {a} ({mult_of(ma)}) vs {b} ({mult_of(mb)})", name, ma, name, mb
-
-
-def b_headline(recs) -> str:
-    """The README's table: the main comparisons, each with its groups, seeds, the mean gap, the seed pairs behind, and
-    the zero-shot change (the default dataset, never trained on)."""
-    big = at_best(recs, *SIZE_BIG_RATES)
-    rows = []
-    for label, ga, a, gb, b in (
-            ("4 x 128 (the quick start's), GPT-2 vocabulary: lev vs tied", "cpu_rerun", "lev", "cpu_rerun", "tied"),
-            ("the same: lev vs untied", "cpu_rerun", "lev", "cpu_rerun", "untied"),
-            ("6 x 384: lev vs tied", "ref", "lev", "ref", "tied"),
-            ("8 x 512, each arm at its best rate: lev vs tied", big["lev"][0], "lev", big["tied"][0], "tied"),
-            fair_row(recs, "big_fair", "lev_best", "tied"), fair_row(recs, "big_fair", "lev_best", "untied", same=True),
-            *([fair_row(recs, "big_len4m", "lev_best", "tied", where="the same 4x as long (section 10.2)")]
-              if "big_len4m" in recs else []),
-            ("4 x 128, o200k_base (the paper's vocabulary): lev vs tied", "cpu_o200k_base", "lev", "cpu_o200k_base", "tied")):
-        g = R.gap(recs[ga], a, recs[gb], b)
-        zero = next(iter(next(iter(recs[ga]["runs"].values()))["zero_shot"]), None)     # the default dataset's name
-        z = R.gap(recs[ga], a, recs[gb], b, f"zero_shot:{zero}") if zero else None
-        rows.append([label, f"`{ga}`" + ("" if gb == ga else f" / `{gb}`"), g["n"], pc(g["mean"]), behind(g),
-                     interval(g["ci"]) if g["ci"] else "fewer than 3 pairs", "yes" if R.within_seed_noise(g) else "no",
-                     "-" if z is None else pc(z["mean"])])
-    return md_table(["comparison (validation perplexity)", "groups", "seed pairs", f"[mean change]({LEGEND})",
-                     "lev behind in", "95% over seeds", "within seed noise", "zero-shot (Python's docs): mean change"], rows)

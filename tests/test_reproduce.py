@@ -140,3 +140,54 @@ def test_a_tiny_reproduction_end_to_end(tmp_path):
     third = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=900)   # with the runs' times kept
     assert third.returncode == 0 and "train.py" not in third.stdout and "evaluate.py" in third.stdout
     assert json.loads((results / "timing.json").read_text())["runs_s"] == timing["runs_s"]
+
+
+def readme_commands(row: str) -> list:
+    """The README's reproduce block: its set-up lines (prepare the books, BOOKS=...) and the commands of one row of
+    the table (its comment line starts with the row's words, "# 4 x 128 (...)")."""
+    readme = open(os.path.join(ROOT, "README.md"), encoding="utf-8").read()
+    block = readme[readme.index("<!-- render: reproduce "):]
+    start = block.index("```bash\n") + 8
+    block = block[start:block.index("\n```", start)]
+    setup, rows, current = [], {}, None
+    for line in block.splitlines():
+        if line.startswith("# "):
+            current = line[2:].split(" (")[0]
+        elif line.strip() and not line.startswith("#"):
+            (rows.setdefault(current, []) if current else setup).append(line)
+    return setup, rows[row]
+
+
+@pytest.mark.slow
+def test_the_readmes_commands_for_the_quick_start_row_from_a_clean_checkout(tmp_path):
+    """From a copy of the repository's tracked files (nothing prepared, no runs): the README's books command on a
+    folder of small stand-in texts (--input; the real ones need the network), then the quick-start row's command as
+    written, with a tiny step count and few windows. Every run trains and the group is scored."""
+    repo = tmp_path / "repo"
+    tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    for rel in filter(None, tracked.split("\0")):
+        if os.path.isfile(os.path.join(ROOT, rel)):
+            os.makedirs(repo / os.path.dirname(rel), exist_ok=True)
+            with open(os.path.join(ROOT, rel), "rb") as src, open(repo / rel, "wb") as dst:
+                dst.write(src.read())
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    from pydoc_data.topics import topics
+    text = "\n\n".join(topics.values())
+    for k, name in enumerate(("shakespeare", "kjv", "austen")):              # about 40k GPT-2 tokens each
+        (mine / f"{name}.txt").write_text(text[k * 150_000:(k + 1) * 150_000])
+    setup, commands = readme_commands("4 x 128")
+    assert setup[0].startswith("python data/prepare.py books") and setup[1].startswith("BOOKS=")
+    books = shlex.split(setup[1].split("=", 1)[1])[0]
+    run = lambda argv: subprocess.run([sys.executable, *argv[1:]], cwd=repo, capture_output=True, text=True,
+                                      timeout=1800)
+    p = run(shlex.split(setup[0].split("#")[0]) + ["--input", str(mine)])
+    assert p.returncode == 0 and p.stderr.count("warning:") == 3, p.stderr[-2000:]     # other bytes than the records'
+    command = commands[0]                                   # the main comparison; the learning rates' trend follows
+    argv = shlex.split(command.replace("$BOOKS", books)) + ["--steps", "2", "--max-windows", "8"]
+    assert argv[:3] == ["python", "-m", "experiments.reproduce"]
+    p = run(argv)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    result = json.load(open(repo / "out" / "reproduce" / "text" / "cpu" / "eval.json"))
+    arms = shlex.split(command)[shlex.split(command).index("--arms") + 1:shlex.split(command).index("--seeds")]
+    assert {r["label"].rsplit("_s", 1)[0] for r in result["runs"]} == set(arms)

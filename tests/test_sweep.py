@@ -210,58 +210,24 @@ def test_a_variant_scores_the_chosen_runs_again_under_its_own_name(tmp_path, cap
     assert "--settings tied --seeds 1 2 --variant noise" in sweep.record_command(sc, dict(tied=6e-4), False, [])
 
 
-def test_where_the_best_multiplier_lies_and_the_fair_sentence():
-    """v_mult_best says whether an arm's best multiplier is at an edge of those tried (then the search goes on);
-    v_fair compares two arms at their best multipliers, its direction word from the seed pairs."""
+def test_where_the_best_multiplier_lies_and_a_pair_across_groups():
+    """v_mult_best says whether an arm's best multiplier is at an edge of those tried (then the search goes on); the
+    value `pair` quotes a comparison of arms at their best (or of another group, "GROUP:ARM"), with its interval over
+    seed pairs from 3 of them and the count below that."""
+    from render import paper
     rec = record({("tied", 1): 5.00, ("tied_x3", 1): 4.90, ("tied_x5", 1): 4.85, ("lev", 1): 4.95,
                   ("lev_x0.6", 1): 4.97, ("lev_x3", 1): 5.20, ("untied", 1): 5.0})
     recs = dict(g=rec)
     assert values.v_mult_best(recs, "g", "tied") == "x5, the largest tried (x1-x5)"
     assert values.v_mult_best(recs, "g", "lev") == "x1, inside the range tried (x0.6-x3)"
     assert values.v_mult_best(recs, "g", "untied") == "x1, the only one tried (x1-x1)"
-    assert values.v_fair(recs, "g", "lev", "tied") == (f"lev (input map x1) is behind tied (x5) in 1 of 1 seed pair "
-                                                       f"({fmt.pc(math.expm1(0.10))}; too few pairs for an interval "
-                                                       "over seeds)")
+    assert paper.v_pair(recs, "g", "lev@best", "tied@best") == f"{fmt.pc(math.expm1(0.10))} (n = 1 seed pair, no interval)"
     three = record({("tied", s): 5.0 for s in (1, 2, 3)} | {("lev", 1): 4.9, ("lev", 2): 4.95, ("lev", 3): 4.92})
-    assert values.v_fair(dict(g=three), "g", "lev", "tied").startswith("lev (input map x1) is ahead of tied (x1) (-")
-
-
-def test_two_arms_as_named_and_the_headline_row_of_the_fair_group():
-    """v_vs compares two arms by their names (no multiplier search: lev_best_shuffled against lev_best); the
-    README's fair-rate row takes each arm at its best multiplier."""
-    rec = record({("lev_best", 1): 4.90, ("lev_best_shuffled", 1): 4.95, ("tied", 1): 5.00, ("tied_x5", 1): 4.80,
-                  ("lev_best_x3", 1): 5.10})
-    recs = dict(g=rec)
-    assert values.v_vs(recs, "g", "lev_best_shuffled", "lev_best") == (
-        f"lev_best_shuffled is behind lev_best in 1 of 1 seed pair ({fmt.pc(math.expm1(0.05))}; too few pairs for "
-        "an interval over seeds)")
-    label, ga, a, gb, b = trends.fair_row(recs, "g", "lev_best", "tied")
-    assert (ga, a, gb, b) == ("g", "lev_best", "g", "tied_x5")
-    assert label.endswith("lev_best (x1) vs tied (x5)")
-
-
-def test_vs_across_groups_and_the_fate_of_a_lead():
-    """v_vs takes an arm of another group as "GROUP:ARM" (paired by seed); v_lead says whether a lead with each arm at
-    its own rate holds, falls within seed noise or reverses once every body shares one rate."""
-    old = record({("tied", s): 5.0 for s in (1, 2, 3)} | {("lev_best", 1): 4.90, ("lev_best", 2): 4.91,
-                                                          ("lev_best", 3): 4.92})
-    new = record({("tied", 1): 5.1, ("tied_x5", 1): 4.80, ("tied_x5", 2): 4.82, ("tied_x5", 3): 4.81,
-                  ("lev_best", 1): 4.90, ("lev_best", 2): 4.93, ("lev_best", 3): 4.91})
     other = record({("tied_x0.6", 1): 4.85, ("tied_x0.6", 2): 4.90})
-    recs = dict(old=old, new=new, other=other)
-    assert values.v_vs(recs, "other", "tied_x0.6", "new:tied_x5") == (
-        f"tied_x0.6 is behind tied_x5 (new) in 2 of 2 seed pairs ({fmt.pc(math.expm1(0.065))}; too few pairs for "
-        "an interval over seeds)")
-    lead = values.v_lead(recs, "old", "new", "lev_best", "tied")
-    assert lead.startswith("lev_best's lead over tied with each arm at its own rate (-") and " reverses " in lead
-    assert lead.endswith(values.v_fair(recs, "new", "lev_best", "tied"))
-    level = record({("tied_x5", 1): 4.80, ("tied_x5", 2): 4.82, ("tied_x5", 3): 4.81, ("tied", 1): 5.0,
-                    ("lev_best", 1): 4.79, ("lev_best", 2): 4.84, ("lev_best", 3): 4.81})
-    assert " falls within seed noise " in values.v_lead(dict(old=old, new=level), "old", "new", "lev_best", "tied")
-    assert " holds " in values.v_lead(dict(old=old, new=old), "old", "new", "lev_best", "tied")
-    one = record({("tied", 1): 5.0, ("lev_best", 1): 5.05})
-    assert " changes its sign (too few seed pairs to say more) " in values.v_lead(dict(old=old, new=one), "old",
-                                                                                  "new", "lev_best", "tied")
+    recs = dict(g=three, o=other)
+    assert paper.v_pair(recs, "g", "lev", "tied").startswith(f"{fmt.pc(math.expm1(-0.23 / 3))} [-") and \
+        paper.v_pair(recs, "g", "lev", "tied").endswith("] over 3 seed pairs")
+    assert paper.v_pair(recs, "o", "tied_x0.6", "g:tied") == f"{fmt.pc(math.expm1(-0.125))} (n = 2 seed pairs, no interval)"
 
 
 def test_fair_pairs_in_the_seen_buckets():
@@ -296,13 +262,12 @@ def test_pairs_in_a_zero_shot_sets_seen_buckets_by_input_token():
 
 
 def test_an_arm_at_its_best_multiplier_by_name():
-    """"BASE@best" in a compare block or a vs value is the arm of BASE at its best multiplier, so the text follows the
+    """"BASE@best" in a compare block or a claim is the arm of BASE at its best multiplier, so the text follows the
     record as runs are added."""
     g = record({("untied", 1): 5.0, ("untied_x8", 1): 4.9, ("untied_x13", 1): 4.85, ("untied_x13", 2): 4.86})
     other = record({("untied_x0.6", 1): 4.95, ("untied_x0.6", 2): 4.90})
     recs = dict(g=g, o=other)
     assert tables.at(g, "untied@best") == "untied_x13" and tables.at(g, "untied_x8") == "untied_x8"
-    assert values.v_vs(recs, "o", "untied_x0.6", "g:untied@best").startswith("untied_x0.6 is behind untied_x13 (g) in 2 of 2")
     row = tables.b_compare(recs, "o:untied_x0.6/g:untied@best").splitlines()[2]
     assert row.startswith("| untied_x0.6 vs untied_x13 | o / g | +10.5 / +4.1 |")
 

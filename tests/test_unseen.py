@@ -95,9 +95,9 @@ def test_the_options_table_pairs_each_variant_with_the_runs_as_trained_by_seed()
 
 
 def test_what_an_option_does_to_a_zero_shot_gap_by_hand():
-    """render's `unseen` value: a's zero-shot change against b as trained (on the option's seeds) and with the option,
-    and the share of the gap in nats the option closes (or by how much it widens it)."""
-    from render import fmt, tables, values
+    """render's `unseen_share` value: a's zero-shot change against b as trained (on the option's seeds) and with the
+    option, and the share of the gap in nats the option removes (negative: it widens it)."""
+    from render import fmt, tables
 
     def rec(losses):
         return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={"default": l})
@@ -107,30 +107,28 @@ def test_what_an_option_does_to_a_zero_shot_gap_by_hand():
     recs = {"g": base, "g_rare-mean": rec({("tied_x5", 1): 4.8, ("tied_x5", 2): 4.8, ("lev", 1): 5.0, ("lev", 2): 5.2}),
             "g_noise": rec({("tied_x5", 1): 4.8, ("lev", 1): 5.8})}
     pc = lambda d: fmt.pc(math.expm1(d))
-    assert values.v_unseen(recs, "g", "rare-mean", "lev", "tied@best") == (
-        f"lev vs tied_x5 on default: {pc(0.7)} as trained, {pc(0.3)} with rare-mean (2 seed pairs; in nats, rare-mean "
-        "closes most of the gap (57%))")                                 # seed 3 is not among the option's seeds
-    assert values.v_unseen(recs, "g", "noise", "lev", "tied_x5").endswith(
-        f"{pc(1.0)} with noise (1 seed pair; in nats, noise widens the gap (by 67%))")
-    assert [values.closes("x", c) for c in (0.3, 0.1)] == ["x closes part of the gap (30%)", "x closes little of the gap (10%)"]
+    from render import paper
+    assert paper.v_unseen_share(recs, "g", "rare-mean", "lev", "tied@best") == (
+        f"{pc(0.7)} as trained, {pc(0.3)} with rare-mean (n = 2 seed pairs); 57% of the gap in nats")   # not seed 3
+    assert paper.v_unseen_share(recs, "g", "noise", "lev", "tied_x5") == (
+        f"{pc(0.6)} as trained, {pc(1.0)} with noise (n = 1 seed pairs); -67% of the gap in nats")     # it widens
     rows = tables.b_unseen(recs, "g", "tied@best", "lev").splitlines()[2:]
     assert [r.split(" | ")[0] for r in rows] == ["| tied_x5", "| tied_x5", "| lev", "| lev"]
 
 
 
 def test_an_option_on_one_arm_alone_and_a_buckets_share_of_a_gap_by_hand():
-    """v_unseen's "alone": the option's record for a, the runs as trained for b, on the option's seeds; v_deficit_share:
+    """unseen_effect's "alone": the option's record for a, the runs as trained for b, on the option's seeds; v_deficit_share:
     a bucket's share of positions times its mean loss difference, over the sum across buckets."""
-    from render import fmt, values
+    from render import values
 
     def rec(losses):
         return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={"default": l})
                           for (a, s), l in losses.items()})
     base = rec({("tied", 1): 5.0, ("tied", 2): 5.0, ("lev", 1): 5.5, ("lev", 2): 5.5})
     recs = {"g": base, "g_noise": rec({("tied", 1): 5.4, ("lev", 1): 5.3})}    # the option's seed: 1
-    assert values.v_unseen(recs, "g", "noise", "lev", "tied", "default", "alone") == (
-        f"lev vs tied on default: {fmt.pc(math.expm1(0.5))} as trained, {fmt.pc(math.expm1(0.3))} with noise on "
-        "lev alone (1 seed pair; in nats, noise closes part of the gap (40%))")
+    _, _, g0, g1, share = values.unseen_effect(recs, "g", "noise", "lev", "tied", "default", alone=True)
+    assert (round(g0["dloss"], 6), round(g1["dloss"], 6), round(share, 6)) == (0.5, 0.3, 0.4)
     s = dict(setting=dict(strata="input"), buckets=dict(seen_default=dict(names=["0", ">=1024"],
                                                                         shares=dict(tied=[0.2, 0.8]))),
              runs={f"{a}_s{k}": dict(arm=a, seed=k, seen_default=v) for (a, k), v in
@@ -139,14 +137,3 @@ def test_an_option_on_one_arm_alone_and_a_buckets_share_of_a_gap_by_hand():
         "inputs seen >=1024 times (80% of the positions) carry 67% of lev's loss gap to tied")   # 0.2/(0.1+0.2)
 
 
-def test_the_largest_in_domain_move_of_each_option_by_hand():
-    """v_in_domain: per option, the arm whose in-domain perplexity the option moves most (paired by seed)."""
-    from render import fmt, values
-
-    def rec(losses):
-        return dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l, zero_shot={}) for (a, s), l in losses.items()})
-    recs = {"g": rec({("tied", 1): 5.0, ("lev", 1): 5.0}), "g_rare-mean": rec({("tied", 1): 5.001, ("lev", 1): 4.997}),
-            "g_noise": rec({("tied", 1): 5.01, ("lev", 1): 5.0})}
-    assert values.v_in_domain(recs, "g", "tied", "lev") == (
-        f"rare-mean by at most {fmt.pc(math.expm1(-0.003), 2)} (lev) and noise by at most "
-        f"{fmt.pc(math.expm1(0.01), 2)} (tied)")

@@ -1,0 +1,161 @@
+"""The results as a short paper (docs/results.md): its abstract (one home, docs/results/abstract.md, carried verbatim
+by README.md, docs/method.md and notebooks 01-02), the main table (every body this project trained, each input map at
+the best rate found), the history of superseded comparisons, and the value `pair` that prose quotes a comparison with
+(its mean change, and its interval over seed pairs or its count of pairs). Directions come from render.claims' rule."""
+import os
+import re
+import textwrap
+
+from analysis import records as R
+from render.claims import comparison, direction
+from render.fmt import LEGEND, interval, md_table, mult_of, pc
+from render.trends import LR_CPU, SIZE_XL_RATES, at_best, rates
+from render.values import unseen_effect
+
+FAIR = "big_fair+big_fair_parts"          # the fair-rate group with the runs beside it (records.union)
+ABSTRACT = os.path.join(R.ROOT, "docs", "results", "abstract.md")   # the abstract's one home (markers and all)
+
+# The main table's rows: (body, device, how each arm's rate was chosen, the group(s), arm a, arm b). How:
+#   "lr"    each model at its best learning rate among the groups (body, head and input map at one rate)
+#   "fair"  the body at one rate, each input map at its best multiplier of it (the group's multiplier search)
+#   "carried" as "fair", at the multipliers another group's search found (a longer schedule)
+#   "one"   one learning rate for every arm (no search at that body)
+MAIN = (("4 x 128", "CPU", "lr", LR_CPU, "lev", "tied"), ("4 x 128", "CPU", "lr", LR_CPU, "lev", "untied"),
+        ("6 x 384", "CPU", "one", ("ref",), "lev", "tied"),
+        ("8 x 512", "CPU", "fair", (FAIR,), "lev_best", "tied"), ("8 x 512", "CPU", "fair", (FAIR,), "lev_best", "untied"),
+        ("8 x 512", "CPU", "fair", (FAIR,), "lev", "tied"),
+        ("8 x 512, 4x the tokens", "CPU", "carried", ("big_len4m",), "lev_best", "tied"),
+        ("12 x 768", "GPU", "lr", SIZE_XL_RATES, "lev", "tied"), ("16 x 1024", "GPU", "one", ("xxl",), "lev", "tied"))
+HOW = {"lr": "each model at its best learning rate", "fair": "the body at one rate, each input map at its best multiplier",
+       "carried": "the body at one rate, each input map at the 1.02M-token search's best multiplier",
+       "one": "one learning rate for both"}
+
+
+def row_arms(recs, how, groups, a, b) -> tuple:
+    """(record of a, arm a, record of b, arm b, rates tried by a, by b) of a main-table row."""
+    if how == "lr":
+        best, tried = at_best(recs, *groups), rates(recs, *groups)
+        return recs[best[a][0]], a, recs[best[b][0]], b, len(tried[a]), len(tried[b])
+    r = record(recs, groups[0])
+    if how in ("fair", "carried"):
+        n = lambda base: sum(R.part_mults(x)[0] == base for x in R.arms(r))
+        return r, R.best_mult(r, a), r, R.best_mult(r, b), n(a), n(b)
+    return r, a, r, b, 1, 1
+
+
+def record(recs, name) -> dict:
+    """A group's record, or the union "A+B" of groups (records.union) once every one of them is recorded (until then,
+    A's)."""
+    names = name.split("+")
+    if len(names) == 1 or not all(n in recs for n in names):
+        return recs[names[0]]
+    return R.union(recs, name)
+
+
+def direction_text(g) -> str:
+    d = direction(g)
+    return f"no interval (n = {g['n']})" if d == "undecided" else d
+
+
+# where the results page discusses each row (its anchor), for the README's short form
+SECTION = {"4 x 128": "3-the-input-maps-learning-rate", "6 x 384": "2-the-main-table",
+           "8 x 512": "3-the-input-maps-learning-rate", "8 x 512, 4x the tokens": "6-training-length",
+           "12 x 768": "9-what-this-scale-cannot-show", "16 x 1024": "9-what-this-scale-cannot-show"}
+
+
+def b_main(recs, form="full") -> str:
+    """The main table: at every body trained, the arms each at the best rate found for it (how many rates each
+    tried), paired by run seed: the mean change of validation perplexity with its 95% interval over seed pairs, the
+    direction by the legend's rule, and the change zero-shot on Python's documentation. form="short": the README's
+    (rows in words, each linking the results' section, no group names)."""
+    if form == "short":
+        return b_main_short(recs)
+    rows = []
+    for body, device, how, groups, a, b in MAIN:
+        ra, arm_a, rb, arm_b, ta, tb = row_arms(recs, how, groups, a, b)
+        g, z = R.gap(ra, arm_a, rb, arm_b), R.gap(ra, arm_a, rb, arm_b, "zero_shot:default")
+        device = "one H200" if ra["device"] == "cuda" else "2-core CPU"
+        tokens = f"{ra['setting']['tokens'] / 1e6:.2f}M"
+        label = f"{a} vs {b}" + (f" ({mult_of(arm_a)} vs {mult_of(arm_b)})" if how in ("fair", "carried") else "")
+        rows.append([body, device, tokens, label, HOW[how], f"{ta}; {tb}", f"**{pc(g['mean'])}**",
+                     interval(g["ci"]) if g["ci"] else "-", g["n"], direction_text(g),
+                     "-" if z is None else f"{pc(z['mean'])} ({z['n']})"])
+    return md_table(["body", "device", "training tokens", "comparison", "rates", "rates tried (a; b)",
+                     f"[mean change]({LEGEND})", "95% over seed pairs", "seed pairs", "direction",
+                     "zero-shot on Python's docs: mean change (seed pairs)"], rows)
+
+
+def b_main_short(recs) -> str:
+    rows = []
+    for body, device, how, groups, a, b in MAIN:
+        ra, arm_a, rb, arm_b, ta, tb = row_arms(recs, how, groups, a, b)
+        g = R.gap(ra, arm_a, rb, arm_b)
+        where = f"{body.split(',')[0]} ({'one GPU' if ra['device'] == 'cuda' else 'CPU'}, {ra['setting']['tokens'] / 1e6:.2f}M tokens)"
+        what = f"{'the best LEV setting' if a == 'lev_best' else 'LEV'} vs {b}" + \
+            (f", each input map at its best rate ({ta} and {tb} tried)" if how in ("fair", "carried") and ta > 1 else
+             f", each model at its best rate ({ta} and {tb} tried)" if how == "lr" else
+             ", the 1.02M-token run's best rates" if how == "carried" else ", one rate")
+        change = f"{pc(g['mean'])} {interval(g['ci'])}" if g["ci"] else f"{pc(g['mean'])} (no interval)"
+        rows.append([f"[{where}](docs/results.md#{SECTION[body]})", what, change, g["n"], direction_text(g)])
+    return md_table(["body", "comparison", f"[mean change]({LEGEND}) [95% over seed pairs]", "seed pairs",
+                     "direction"], rows)
+
+
+# What each superseded comparison showed then, and what replaced it: (group, a, b, what it was, superseded by).
+HISTORY = (("cpu_first", "lev", "tied", "the first main comparison (cpu body, 2e-3)", "cpu_rerun: the same setting with "
+            "later code"),
+           ("big", "lev", "untied", "8 x 512 at 1e-3 (lev's best rate, past untied's)", "big_fair: the body at one rate, "
+            "each input map at its own multiplier"),
+           ("big_lnfix", "lev", "tied", "8 x 512 at 1e-3, LEV's LayerNorm not decayed", "big_fair"),
+           ("big_sweep", "lev_best", "tied", "8 x 512, each model at its own rate (tied 6e-4, lev_best 1e-3)",
+            "big_fair: its lead came from the body's rate"),
+           ("big_sweep", "lev_best", "untied", "the same, against untied (4e-4)", "big_fair"),
+           ("cpu_sweep", "lev_best", "tied", "the cpu body's best LEV at 2e-3", "the main table's 4 x 128 rows: each "
+            "model at its best rate"))
+
+
+def b_history(recs) -> str:
+    """Comparisons that later groups superseded: what each showed then (direction by the legend's rule) and why it
+    no longer stands."""
+    rows = []
+    for group, a, b, what, by in HISTORY:
+        g = R.gap(recs[group], a, recs[group], b)
+        rows.append([f"`{group}`", what, f"{a} vs {b}", f"{pc(g['mean'])} " + (f"{interval(g['ci'])} ({g['n']} pairs)"
+                     if g["ci"] else f"(n = {g['n']}, no interval)"), direction_text(g), by])
+    return md_table(["group", "setting", "comparison", f"[mean change]({LEGEND}) [95% over seed pairs]",
+                     "direction then", "superseded by"], rows)
+
+
+def v_pair(recs, *spec):
+    """A comparison as prose quotes it: "+6.1% [+0.1, +12.4] over 3 seed pairs", or "+6.9% (n = 2 seed pairs, no
+    interval)" (spec: render.claims' "GROUP A B [KEY]")."""
+    g = comparison(recs, " ".join(spec))
+    if g["ci"]:
+        return f"{pc(g['mean'])} {interval(g['ci'])} over {g['n']} seed pairs"
+    return f"{pc(g['mean'])} (n = {g['n']} seed pair{'s' if g['n'] > 1 else ''}, no interval)"
+
+
+def abstract_source() -> str:
+    with open(ABSTRACT, encoding="utf-8") as f:
+        return f.read()
+
+
+def plain(text: str, width: int = 118) -> str:
+    """Rendered markdown without its markers (value markers, claims, comments), each paragraph wrapped to width: what
+    a reader sees."""
+    text = re.sub(r"<!--.*?-->", "", text, flags=re.S).strip()
+    return "\n\n".join(textwrap.fill(" ".join(p.split()), width) for p in re.split(r"\n\s*\n", text))
+
+
+def v_seeds(recs, *spec):
+    """A comparison's per-seed changes, "+6.4% (seed 1), +8.4% (seed 2), +3.5% (seed 3)" (spec as v_pair's)."""
+    g = comparison(recs, " ".join(spec))
+    return ", ".join(f"{pc(x)} (seed {s})" for s, x in zip(g["seeds"], g["gaps"]))
+
+
+def v_unseen_share(recs, name, option, a, b, dataset="default"):
+    """What evaluate.py --unseen-ids=<option> does to a zero-shot comparison, in numbers: "+61.9% as trained, +58.5%
+    with rare-mean (n = 2 seed pairs); 4% of the gap in nats"."""
+    _, _, g0, g1, share = unseen_effect(recs, name, option, a, b, dataset)
+    return (f"{pc(g0['mean'])} as trained, {pc(g1['mean'])} with {option} (n = {g1['n']} seed pairs); "
+            f"{100 * share:.0f}% of the gap in nats")

@@ -1,0 +1,108 @@
+"""The results as a short paper: every direction word of README.md and docs/results.md stands with a claim that the
+records back by one rule, the abstract has one home and is carried verbatim, and the docs stay within their sizes."""
+import copy
+import json
+import os
+import re
+
+import pytest
+
+from analysis import records as R
+from render import claims, docs, paper
+
+
+@pytest.fixture(scope="module")
+def recs():
+    return R.load_all()
+
+
+def gap_of(losses_a, losses_b):
+    rec = dict(runs={f"{a}_s{s}": dict(arm=a, seed=s, loss=l) for a, ls in (("a", losses_a), ("b", losses_b))
+                     for s, l in enumerate(ls, 1)})
+    return R.gap(rec, "a", rec, "b")
+
+
+def test_the_rule_by_hand():
+    """ahead / behind: an interval over >= 3 seed pairs that excludes zero; level: one that holds it; fewer pairs:
+    undecided, whatever the mean."""
+    assert claims.direction(gap_of([4.9, 4.91, 4.92], [5.0, 5.0, 5.0])) == "ahead"
+    assert claims.direction(gap_of([5.1, 5.11, 5.12], [5.0, 5.0, 5.0])) == "behind"
+    assert claims.direction(gap_of([4.9, 5.1, 5.0], [5.0, 5.0, 5.0])) == "level"
+    assert claims.direction(gap_of([5.5, 5.6], [5.0, 5.0])) == "undecided"
+
+
+def test_every_claim_holds_and_every_direction_word_has_one(recs):
+    """The committed docs: no claim the records contradict, no direction word without a claim."""
+    assert docs.problems(recs, docs.render(recs, write=False)) == []
+
+
+def test_a_record_moved_across_zero_fails_the_check(recs, tmp_path):
+    """lev_best's losses at 8 x 512 set below tied_x5's: the docs' "behind" claims no longer hold, so --check names
+    them and render refuses to write."""
+    moved = copy.deepcopy(recs)
+    tied = R.losses(recs["big_fair"], "tied_x5")
+    for run in moved["big_fair"]["runs"].values():
+        if run["arm"] == "lev_best":
+            run["loss"] = tied[run["seed"]] - 0.05 - 0.01 * run["seed"]
+    found = docs.problems(moved, docs.render(moved, write=False))
+    assert any("does not hold" in p and "lev_best@best tied@best" in p and "ahead" in p for p in found), found
+    assert any(p.startswith("docs/results/abstract.md") for p in found)
+    with pytest.raises(ValueError, match="claims the records do not back"):
+        docs.render(moved, write=True)
+
+
+def test_a_direction_word_without_a_claim_is_found(recs):
+    text = "At 8 x 512 LEV is behind tied.\n\nA question: is LEV ahead?\n\nLEV is behind<!-- claim: behind " \
+           "big_fair lev_best@best tied@best --> tied."
+    found = claims.problems(recs, text, "t.md")
+    assert found == ["t.md: 'behind' without a claim marker in: At 8 x 512 LEV is behind tied."]
+    assert claims.problems(recs, "LEV is ahead<!-- claim: ahead big_fair lev_best@best tied@best -->.", "t.md") == [
+        "t.md: the claim 'ahead big_fair lev_best@best tied@best' does not hold: the records say behind"]
+    with pytest.raises(ValueError, match="a claim starts with one of"):
+        claims.holds(recs, "beyond big_fair lev tied")
+
+
+def test_the_abstract_has_one_home_and_is_carried_verbatim(recs):
+    """README.md, docs/results.md, docs/method.md and the output of notebooks 01 and 02 hold the same abstract, at most
+    six sentences, rendered from docs/results/abstract.md."""
+    out = docs.render(recs, write=False)
+    text = docs.abstract(recs)
+    assert len(re.findall(r"[.!?](?=\s+[A-Z]|$)", text)) <= 6
+    for path in (os.path.join(R.ROOT, "README.md"), docs.RESULTS, os.path.join(R.ROOT, "docs", "method.md")):
+        assert f"<!-- render: abstract -->\n{text}\n<!-- end render -->" in out[path], path
+    for path in docs.NOTEBOOKS:
+        cell = next(c for c in json.loads(out[path])["cells"] if docs.FINDINGS_CELL in "".join(c["source"]))
+        assert "".join(cell["outputs"][0]["text"]).strip() == text, path
+    assert open(docs.RESULTS).read().split("\n", 2)[2].startswith("<!-- render: abstract -->")
+
+
+def test_the_docs_keep_their_sizes_and_the_readme_names_no_group(recs):
+    out = docs.render(recs, write=False)
+    readme = out[os.path.join(R.ROOT, "README.md")]
+    assert len(out[docs.RESULTS].splitlines()) <= 600 and len(readme.splitlines()) <= 230
+    prose = re.sub(r"```.*?```|<!--.*?-->", "", readme, flags=re.S)                   # commands may name a group
+    from util.presets import PRESETS                    # "big", "ref", "xl": a preset's name too, which the README gives
+    groups = [n for n in recs if n not in PRESETS and re.search(rf"(?<![\w-]){re.escape(n)}(?![\w-])", prose)]
+    assert groups == [], groups
+    for name in os.listdir(os.path.join(R.ROOT, "render")):
+        if name.endswith(".py"):
+            assert len(open(os.path.join(R.ROOT, "render", name)).read().splitlines()) <= 600, name
+
+
+def test_every_bracket_says_what_it_is_over(recs):
+    """In the prose of README.md and docs/results.md (tables say it in their headers) a bracketed interval is
+    followed by "over <n> seed pairs" or "over windows"."""
+    out = docs.render(recs, write=False)
+    for path in (os.path.join(R.ROOT, "README.md"), docs.RESULTS):
+        prose = claims.prose(out[path])
+        for m in re.finditer(r"\[[+-]\d+\.\d, [+-]\d+\.\d\]", prose):
+            assert re.match(r" over (\d+ seed pairs|windows)", prose[m.end():]), (path, prose[m.start() - 60:m.end() + 40])
+
+
+def test_the_main_table_reads_each_rows_arms_at_their_best(recs):
+    """Each row of the main table is the comparison its words name: at 8 x 512 the arms at their best multipliers."""
+    rows = [r.split(" | ") for r in paper.b_main(recs).splitlines()[2:]]
+    big = next(r for r in rows if r[0] == "| 8 x 512" and r[3].startswith("lev_best vs tied"))
+    fair = paper.record(recs, paper.FAIR)
+    g = R.gap(fair, R.best_mult(fair, "lev_best"), fair, R.best_mult(fair, "tied"))
+    assert big[6] == f"**{paper.pc(g['mean'])}**" and big[8] == str(g["n"])
