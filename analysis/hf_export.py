@@ -9,6 +9,11 @@ plus the run's output head and body. The exported model computes the same functi
 logits agree to float rounding; --check measures it) but stores a dense V x D input table, so it has
 more parameters on disk than the trained LEV / albert / MLP arms: the compact map is not part of the file.
 
+--keep-lev (lev runs only; into <run>/hf_lev by default) keeps the compact map instead: the native export, a
+LeviathanForCausalLM (analysis/hf_lev.py: a Llama whose model.embed_tokens is lev.py's LEV with the run's parameters)
+that AutoModelForCausalLM.from_pretrained(dest, trust_remote_code=True) loads, generates with and trains. Its body and
+head are to_llama's; the folder carries the code (modeling_leviathan.py, and lev.py copied verbatim).
+
 Positions: the config's max_position_embeddings is max(the trained context, MIN_POSITIONS) and config.json also
 records "trained_context". Rotary positions (RoPE) are computed for any position, so tools such as
 lm-evaluation-harness score inputs up to that length without hand-set arguments (with the trained context as the
@@ -27,7 +32,7 @@ import importlib.util
 import json
 import os
 import shutil
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import torch
 
@@ -41,7 +46,8 @@ MIN_POSITIONS = 2048   # the longest input the export declares (see the docstrin
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
 # Files this script writes (and, with --overwrite, replaces); nothing else in dest is touched.
 SOURCE = "source.json"   # which checkpoint (path, sha256, step) and dtype wrote an export, its weights' sha256; last
-MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json", "README.md", SOURCE)
+MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json", "README.md", SOURCE,
+               "modeling_leviathan.py", "lev.py")   # the last two: the native export's code (hf_lev.write_code)
 GPT2_TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json")
 
 
@@ -53,6 +59,8 @@ class ExportConfig:
     check: bool = HAVE_TRANSFORMERS  # reload dest with transformers and compare its logits with the run's
     check_seqs: int = 2           # random full-length sequences the check compares (plus one short one)
     overwrite: bool = False       # replace an earlier export in dest (not needed for one of this checkpoint and dtype)
+    keep_lev: bool = False        # the native export: LEV's own parameters and code, not its table (lev runs only;
+                                  # dest "" = <out_dir>/hf_lev; load with trust_remote_code=True)
 
 
 CHECKS = dict(check_seqs=checked(int, 1))
@@ -63,8 +71,10 @@ CHOICES = dict(dtype=tuple(DTYPES))
 # The conversion.
 
 @torch.no_grad()
-def to_llama(model, eot_id=None, dtype: str = "float32"):
-    """(state_dict with Hugging Face Llama names, config dict) of a project GPT.
+def to_llama(model, eot_id=None, dtype: str = "float32", keep_lev: bool = False):
+    """(state_dict with Hugging Face Llama names, config dict) of a project GPT; keep_lev=True: of the native export
+    (a lev run), LEV's parameters (and input_scale="norm"'s gain) in place of the table, named as hf_lev's
+    LEVEmbedding holds them, and a LeviathanConfig (equal footing's "init" scale is already in W_out).
 
     Why the two models compute the same function (checked against transformers' modeling_llama.py):
       * qkv: our fused (3D, D) weight is viewed as (B, T, 3, n_head, hd), so its rows are [W_q; W_k; W_v],
@@ -84,7 +94,12 @@ def to_llama(model, eot_id=None, dtype: str = "float32"):
     cfg = model.cfg
     D, H = cfg.n_embd, cfg.n_head
     hd = D // H
-    sd = {"model.embed_tokens.weight": model.input_table()}                      # (V, D)
+    if keep_lev:                                                                  # LEV's own parameters
+        sd = {f"model.embed_tokens.lev.{k}": t for k, t in model.wte.state_dict().items()}
+        if model.input_norm is not None:
+            sd["model.embed_tokens.norm_weight"] = model.input_norm.weight
+    else:
+        sd = {"model.embed_tokens.weight": model.input_table()}                  # (V, D)
     for i, block in enumerate(model.blocks):
         p = f"model.layers.{i}."
         q, k, v = block.attn.qkv.weight.split(D, dim=0)                           # 3 x (D, D)
@@ -97,8 +112,10 @@ def to_llama(model, eot_id=None, dtype: str = "float32"):
                p + "post_attention_layernorm.weight": block.norm2.weight}
     sd["model.norm.weight"] = model.norm.weight
     sd["lm_head.weight"] = model.lm_head.weight                                   # (V, D)
-    # safetensors refuses shared or strided storage: every tensor gets its own contiguous copy.
-    sd = {name: t.detach().to("cpu", DTYPES[dtype]).contiguous().clone() for name, t in sd.items()}
+    # safetensors refuses shared or strided storage: every tensor gets its own contiguous copy; integers (LEV's id
+    # permutation, --lev-id-shuffle) keep their dtype.
+    sd = {name: t.detach().to("cpu", DTYPES[dtype] if t.is_floating_point() else t.dtype).contiguous().clone()
+          for name, t in sd.items()}
     config = dict(
         architectures=["LlamaForCausalLM"], model_type="llama",
         vocab_size=cfg.vocab_size, hidden_size=D, intermediate_size=model.blocks[0].mlp.gate.out_features,
@@ -110,6 +127,11 @@ def to_llama(model, eot_id=None, dtype: str = "float32"):
         bos_token_id=eot_id, eos_token_id=eot_id,
         torch_dtype=dtype, dtype=dtype,    # transformers < 4.56 reads torch_dtype, newer ones dtype
     )
+    if keep_lev:                           # analysis/hf_lev.py's LeviathanConfig, found through auto_map
+        from analysis.hf_lev import AUTO_MAP, LeviathanConfig, LeviathanForCausalLM
+        config |= dict(architectures=[LeviathanForCausalLM.__name__], model_type=LeviathanConfig.model_type,
+                       auto_map=AUTO_MAP, lev={k: v for k, v in asdict(cfg.lev).items() if k not in cfg.DERIVED["lev"]},
+                       input_scale=cfg.input_scale, input_rms=cfg.input_rms)
     return sd, config
 
 
@@ -183,7 +205,8 @@ def write_json(path, obj):
 def write_readme(dest, ckpt, ec: ExportConfig, config, tok_name, note):
     cfg = ckpt["model_args"]
     lines = [
-        f"# {os.path.basename(os.path.abspath(ec.out_dir))}: emb={cfg['emb']}, exported as a Llama model",
+        f"# {os.path.basename(os.path.abspath(ec.out_dir))}: emb={cfg['emb']}, exported as a "
+        f"{'Llama model with LEV as its input map' if ec.keep_lev else 'Llama model'}",
         "",
         f"- source run: `{os.path.abspath(ec.out_dir)}` (ckpt.pt), input map `{cfg['emb']}`",
         f"- step {ckpt['step']:,}, tokens seen {ckpt.get('tokens_seen', 0):,}, "
@@ -193,16 +216,23 @@ def write_readme(dest, ckpt, ec: ExportConfig, config, tok_name, note):
         f"{config['max_position_embeddings']} positions, see export.py), dtype {ec.dtype}",
         f"- tokenizer: {tok_name}" + ("" if note is None else f" ({note})"),
         "",
-        "The run's input map was evaluated on every id and stored as an ordinary V x D table "
-        "(model.embed_tokens); lm_head is the run's output head. Written by export.py of the Leviathan "
+        ("model.embed_tokens is the run's LEV with its own parameters (modeling_leviathan.py, lev.py: the code "
+         "transformers runs with trust_remote_code=True)" if ec.keep_lev else
+         "The run's input map was evaluated on every id and stored as an ordinary V x D table "
+         "(model.embed_tokens)") + "; lm_head is the run's output head. Written by export.py of the Leviathan "
         "reference implementation.",
         "",
         "```python",
-        "from transformers import AutoTokenizer, LlamaForCausalLM",
-        f"model = LlamaForCausalLM.from_pretrained({os.path.abspath(ec.dest)!r})",
     ]
+    if ec.keep_lev:
+        lines += ["from transformers import AutoModelForCausalLM, AutoTokenizer",
+                  f"model = AutoModelForCausalLM.from_pretrained({os.path.abspath(ec.dest)!r}, trust_remote_code=True)"]
+    else:
+        lines += ["from transformers import AutoTokenizer, LlamaForCausalLM",
+                  f"model = LlamaForCausalLM.from_pretrained({os.path.abspath(ec.dest)!r})"]
     if tok_name == "gpt2":
-        lines.append(f"tok = AutoTokenizer.from_pretrained({os.path.abspath(ec.dest)!r})")
+        lines.append(f"tok = AutoTokenizer.from_pretrained({os.path.abspath(ec.dest)!r}"
+                     f"{', trust_remote_code=True' if ec.keep_lev else ''})")     # it reads config.json too
     lines += ["```", ""]
     if tok_name == "gpt2":
         lines += ["The Hugging Face GPT-2 tokenizer turns a literal `<|endoftext|>` in the text into id 50256; "
@@ -223,12 +253,13 @@ def export_source(dest: str):
     return src if isinstance(src, dict) else None
 
 
-def is_export_of(dest: str, ckpt_path: str, dtype: str = None) -> bool:
+def is_export_of(dest: str, ckpt_path: str, dtype: str = None, keep_lev: bool = False) -> bool:
     """Whether dest holds a complete export of this checkpoint file as it is now (its sha256), in dtype (any where
-    None): writing it again gives the same files, so no --overwrite is needed."""
+    None), plain or native (keep_lev): writing it again gives the same files, so no --overwrite is needed."""
     src, weights = export_source(dest), os.path.join(dest, "model.safetensors")
     return (src is not None and os.path.isfile(weights) and src.get("sha256") == files.sha256(ckpt_path)
-            and src.get("weights_sha256") == files.sha256(weights) and dtype in (None, src.get("dtype")))
+            and src.get("weights_sha256") == files.sha256(weights) and dtype in (None, src.get("dtype"))
+            and src.get("keep_lev", False) == keep_lev)
 
 
 def prepare_dest(ec: ExportConfig, ckpt_path: str):
@@ -239,9 +270,12 @@ def prepare_dest(ec: ExportConfig, ckpt_path: str):
         raise ValueError(f"--dest {ec.dest} is a file, where the export's folder belongs: give a folder name "
                          f"(it is created).")
     ours = [f for f in MODEL_FILES + GPT2_TOKENIZER_FILES if os.path.exists(os.path.join(ec.dest, f))]
-    if ours and not ec.overwrite and not is_export_of(ec.dest, ckpt_path, ec.dtype):
+    if ours and not ec.overwrite and not is_export_of(ec.dest, ckpt_path, ec.dtype, ec.keep_lev):
         src = export_source(ec.dest)
-        what = ("an export of another checkpoint or dtype "
+        kind = lambda native: "native (--keep-lev)" if native else "plain"
+        what = (f"the {kind(src.get('keep_lev', False))} export of this checkpoint (this one: {kind(ec.keep_lev)})"
+                if is_export_of(ec.dest, ckpt_path, ec.dtype, not ec.keep_lev) else
+                "an export of another checkpoint or dtype "
                 f"({src.get('checkpoint')}, step {src.get('step')}, {src.get('dtype')})" if src else
                 f"an export ({', '.join(ours)}) that does not say which checkpoint wrote it")
         raise ValueError(f"{ec.dest} already holds {what}; pass --overwrite to replace it, or choose another --dest.")
@@ -255,19 +289,22 @@ def prepare_dest(ec: ExportConfig, ckpt_path: str):
 
 @torch.no_grad()
 def check_export(model, dest: str, n_seqs: int = 2, seed: int = 0) -> dict:
-    """Reload dest with transformers.LlamaForCausalLM and compare its logits with model's on random ids:
-    n_seqs full-length (block_size) sequences and one short one. -> {max_abs_diff, logit_scale}."""
+    """Reload dest with transformers (LlamaForCausalLM; a native export: AutoModelForCausalLM, trust_remote_code) and
+    compare its logits with model's on random ids: n_seqs full-length (block_size) sequences and one short one.
+    -> {max_abs_diff, logit_scale, loaded: the class transformers built}."""
     try:
-        from transformers import LlamaForCausalLM
+        from transformers import AutoModelForCausalLM, LlamaForCausalLM
         from transformers.utils import logging as hf_logging
     except ImportError:
         raise ImportError("--check needs transformers (pip install -r requirements-dev.txt); "
                           "pass --check=False to export without it.") from None
     cfg = model.cfg
     with open(os.path.join(dest, "config.json")) as f:
-        dtype = DTYPES[json.load(f)["dtype"]]
+        config = json.load(f)
     hf_logging.disable_progress_bar()
-    hf = LlamaForCausalLM.from_pretrained(dest, dtype=dtype).eval()
+    native = "auto_map" in config                                                 # the native export's code
+    hf = (AutoModelForCausalLM.from_pretrained(dest, dtype=DTYPES[config["dtype"]], trust_remote_code=True) if native
+          else LlamaForCausalLM.from_pretrained(dest, dtype=DTYPES[config["dtype"]])).eval()
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)
     batches = [torch.randint(cfg.vocab_size, (n_seqs, cfg.block_size), generator=gen),
@@ -278,7 +315,7 @@ def check_export(model, dest: str, n_seqs: int = 2, seed: int = 0) -> dict:
         theirs = hf(input_ids=x, use_cache=False).logits.float()                   # (B, T, V)
         diff = max(diff, (ours - theirs).abs().max().item())
         scale = max(scale, ours.abs().max().item())
-    return dict(max_abs_diff=diff, logit_scale=scale)
+    return dict(max_abs_diff=diff, logit_scale=scale, loaded=type(hf).__name__)
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -289,7 +326,13 @@ def export(ec: ExportConfig) -> dict:
 
     from data.tokenizers import get_tokenizer
     ckpt = checkpoint.load(os.path.join(ec.out_dir, "ckpt.pt"))
-    ec.dest = ec.dest or os.path.join(ec.out_dir, "hf")
+    if ec.keep_lev and ckpt["model_args"]["emb"] != "lev":
+        raise ValueError(f"--keep-lev needs a LEV run (emb=lev); this run is emb={ckpt['model_args']['emb']}: "
+                         f"export it without --keep-lev.")
+    if ec.keep_lev and not HAVE_TRANSFORMERS:
+        raise ImportError("--keep-lev needs transformers (pip install -r requirements-dev.txt): the native export's "
+                          "code is a transformers model.")
+    ec.dest = ec.dest or os.path.join(ec.out_dir, "hf_lev" if ec.keep_lev else "hf")
     prepare_dest(ec, os.path.join(ec.out_dir, "ckpt.pt"))
     model = load_model(ckpt, "cpu")
     tok_info = ckpt["tokenizer"]
@@ -297,8 +340,11 @@ def export(ec: ExportConfig) -> dict:
     if tok.vocab_size != model.cfg.vocab_size:
         raise ValueError(f"tokenizer {tok.name} has {tok.vocab_size} ids but the model was built for "
                          f"{model.cfg.vocab_size}: the checkpoint is inconsistent.")
-    sd, config = to_llama(model, eot_id=tok.eot_id, dtype=ec.dtype)
+    sd, config = to_llama(model, eot_id=tok.eot_id, dtype=ec.dtype, keep_lev=ec.keep_lev)
     save_file(sd, os.path.join(ec.dest, "model.safetensors"), metadata={"format": "pt"})
+    if ec.keep_lev:
+        from analysis.hf_lev import write_code
+        write_code(ec.dest)                                         # modeling_leviathan.py and lev.py
     write_json(os.path.join(ec.dest, "config.json"), config)
     write_json(os.path.join(ec.dest, "generation_config.json"),
                dict(bos_token_id=tok.eot_id, eos_token_id=tok.eot_id))
@@ -313,16 +359,18 @@ def export(ec: ExportConfig) -> dict:
     ckpt_path = os.path.join(ec.out_dir, "ckpt.pt")
     write_json(os.path.join(ec.dest, SOURCE),                       # last: the export is whole once this is there
                dict(checkpoint=os.path.abspath(ckpt_path), sha256=files.sha256(ckpt_path), step=ckpt["step"],
-                    dtype=ec.dtype, weights_sha256=files.sha256(os.path.join(ec.dest, "model.safetensors"))))
-    n_params = sum(t.numel() for t in sd.values()) - (sd["lm_head.weight"].numel() if config["tie_word_embeddings"] else 0)
+                    dtype=ec.dtype, weights_sha256=files.sha256(os.path.join(ec.dest, "model.safetensors")),
+                    **({"keep_lev": True} if ec.keep_lev else {})))
+    n_params = (sum(t.numel() for t in sd.values() if t.is_floating_point())      # not LEV's id permutation
+                - (sd["lm_head.weight"].numel() if config["tie_word_embeddings"] else 0))
     print(f"exported {ec.out_dir} (emb={model.cfg.emb}, step {ckpt['step']}) to {ec.dest}: "
-          f"LlamaForCausalLM, {n_params:,} parameters, {ec.dtype}, tokenizer {tok.name}")
+          f"{config['architectures'][0]}, {n_params:,} parameters, {ec.dtype}, tokenizer {tok.name}")
     if note:
         print(f"note: {note}")
     result = dict(dest=ec.dest, emb=model.cfg.emb, step=ckpt["step"], n_params=n_params, note=note)
     if ec.check:
         res = check_export(model, ec.dest, ec.check_seqs)
-        print(f"check: transformers LlamaForCausalLM vs this run, max |logit difference| "
+        print(f"check: transformers {res['loaded']} vs this run, max |logit difference| "
               f"{res['max_abs_diff']:.3g} (largest |logit| {res['logit_scale']:.3g}, {ec.dtype})")
         tol = 1e-5 * max(1.0, res["logit_scale"])      # float32 rounding; bf16 weights round at ~1e-2
         if ec.dtype == "float32" and res["max_abs_diff"] > tol:

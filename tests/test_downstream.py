@@ -64,13 +64,19 @@ def own_loglikelihoods(run_dir, context, choices):
     return out
 
 
-@pytest.mark.slow
-def test_harness_scores_equal_the_models_own_loglikelihoods(run, tmp_path):
+def tiny_task(tmp_path):
+    """(configs folder, data folder) of the task tiny_mc: TINY_TASK on ITEMS."""
     configs, data = tmp_path / "configs", tmp_path / "data"
     configs.mkdir(), data.mkdir()
     (configs / "tiny_mc.yaml").write_text(TINY_TASK)
     with open(data / "tiny_mc.jsonl", "w") as f:
         f.writelines(json.dumps(x) + "\n" for x in ITEMS)
+    return configs, data
+
+
+@pytest.mark.slow
+def test_harness_scores_equal_the_models_own_loglikelihoods(run, tmp_path):
+    configs, data = tiny_task(tmp_path)
     result = evaluate.main(["--runs", str(run), "--tasks", "tiny_mc", "--task-configs", str(configs), "--task-data",
                             str(data), "--max-windows", "4", "--bootstrap", "10", "--json", str(tmp_path / "e.json")])
     scored = result["downstream"]["per_item"]["lev"]["tiny_mc"]               # per item: the harness's numbers
@@ -85,6 +91,25 @@ def test_harness_scores_equal_the_models_own_loglikelihoods(run, tmp_path):
     acc = saved["compare"]["tiny_mc"]["groups"]["lev"]["acc"]["mean"]
     assert acc == pytest.approx(sum(scored["items"]["acc"]) / len(ITEMS))
     assert result["downstream"]["tasks"] == ["tiny_mc"]
+
+
+@pytest.mark.slow
+def test_native_export_scores_as_the_materialised_one(run, tmp_path):
+    """--tasks-export native: the harness on LEV itself (export.py --keep-lev, trust_remote_code) gives the plain
+    export's scores: the same accuracies item by item, log-likelihoods equal to float rounding."""
+    configs, data = tiny_task(tmp_path)
+    result = evaluate.main(["--runs", str(run), "--tasks", "tiny_mc", "--tasks-export", "native", "--task-configs",
+                            str(configs), "--task-data", str(data), "--max-windows", "2", "--bootstrap", "10",
+                            "--json", str(tmp_path / "e.json")])
+    native = result["downstream"]["per_item"]["lev"]["tiny_mc"]
+    plain = downstream.score_run(str(run), ["tiny_mc"], task_data=str(data), extra=str(configs))["tiny_mc"]
+    assert result["downstream"]["export"] == "native" and os.path.exists(run / "hf_lev" / "modeling_leviathan.py")
+    assert native["items"] == plain["items"] and native["n"] == plain["n"] == len(ITEMS)
+    diff = max(abs(a - b) for x, y in zip(native["lls"], plain["lls"]) for a, b in zip(x, y))
+    print(f"native vs plain export: max |log-likelihood difference| {diff:.3g}")
+    assert diff <= 1e-4                                                     # float32 rounding of sums of ~10 terms
+    for m, v in plain["metrics"].items():
+        assert native["metrics"][m]["value"] == pytest.approx(v["value"], abs=1e-9), m
 
 
 def test_paper_names_the_six_tasks_and_unknown_names_are_a_sentence():
