@@ -507,7 +507,7 @@ def evaluate(a: EvalConfig, say=print):
         per_run, per_group = compare(sums, pos, groups, base, a.bootstrap, a.seed, seeds)
         entry = dict(
             dataset=data.path, split=a.split, windows=len(xs), block_size=T,
-            zero_shot=os.path.abspath(data.path) != os.path.abspath(train_data.path), positions=[int(x) for x in pos.sum(0)],
+            zero_shot=not data.same_tokens(train_data), positions=[int(x) for x in pos.sum(0)],
             runs={lab: stats_json(st, names, pos.sum(0)) for lab, st in per_run.items()},
             groups={g: dict(stats_json(st, names, pos.sum(0)), n=st["n"], seed_pairs=st["seed_pairs"])
                     for g, st in per_group.items()})

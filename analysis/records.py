@@ -317,14 +317,20 @@ def run_curves(result: dict) -> dict:
     return out
 
 
+def home_dataset(result):
+    """(home, others) of an evaluation result: the dataset the baseline trained on, and the zero-shot ones; scored
+    off home (every dataset zero-shot), the first listed stands in as home."""
+    home = next((d for d in result["datasets"] if not d["zero_shot"]), result["datasets"][0])
+    return home, [d for d in result["datasets"] if d is not home]
+
+
 def from_eval(result: dict, name: str, title: str, command: str, setting: dict, wall=None, supersedes=(),
               curves=None) -> dict:
     """A record from evaluate.py's result dict (eval.json): every run's losses overall and per bucket, and the pooled
     comparisons. setting: body, tokenizer, lr, steps, tokens, context, batch, dtype, flags (the caller knows them); the
     training split's size, the epochs and the windows come from the result. curves: {label: [[tokens], [losses]]}."""
     import datetime
-    home = next(d for d in result["datasets"] if not d["zero_shot"])
-    others = [d for d in result["datasets"] if d["zero_shot"]]
+    home, others = home_dataset(result)
     ds_name = lambda d: os.path.basename(os.path.normpath(d["dataset"]))
     seen_views = [(d, "seen" if d is home else f"seen_{ds_name(d)}") for d in [home] + others if d.get("seen_buckets")]
     runs = {}

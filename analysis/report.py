@@ -13,6 +13,8 @@ import os
 
 import numpy as np
 
+from analysis.records import home_dataset
+
 
 # ----------------------------------------------------------------------------------------------------
 # Console tables.
@@ -201,8 +203,7 @@ def summary(result):
     when present), and the change on each zero-shot dataset."""
     base, names = result["baseline"], result["bucket_names"]
     inputs = result.get("strata", "target") == "input"                       # buckets of the input token
-    home = next(d for d in result["datasets"] if not d["zero_shot"])
-    others = [d for d in result["datasets"] if d["zero_shot"]]
+    home, others = home_dataset(result)
     unseen = len(names) - 1                                                  # the last bucket: never seen
     filled = [i for i in range(unseen) if home["positions"][i] > 0]
     hi, lo = filled[0], filled[-1]                                           # most frequent, rarest seen bucket

@@ -133,6 +133,17 @@ class TokenData:
                              f"{counts.shape}, sum {int(counts.sum())}): prepare the dataset again.")
         return counts.astype(np.int64, copy=False)
 
+    def same_tokens(self, other):
+        """Whether another dataset folder holds the same tokens (this one, or a copy prepared elsewhere from the
+        same text): a run's training data is then its home dataset, whatever path it was opened by."""
+        if os.path.abspath(self.path) == os.path.abspath(other.path):
+            return True
+        if (self.tokenizer_name, self.vocab_size) != (other.tokenizer_name, other.vocab_size):
+            return False
+        return all(self.num_tokens(s) == other.num_tokens(s) and
+                   all(np.array_equal(x, y) for x, y in zip(self.shards[s], other.shards[s])) and
+                   len(self.shards[s]) == len(other.shards[s]) for s in SPLITS)
+
     # ------------------------------------------------------------------------- windows
     def tokens(self, split, start, length):
         """Stream positions [start, start + length) of a split, across shard boundaries: (length,) int64."""

@@ -436,6 +436,29 @@ def test_errors_are_sentences(tiny_runs, tmp_path):
         evaluate.main(["--runs", str(r / "lev_s1"), "--lambada-file", str(tmp_path / "missing.jsonl")])
 
 
+@pytest.mark.slow
+def test_a_copy_of_the_training_data_is_home_and_scoring_off_home_still_summarises(tiny_runs, tmp_path):
+    """A run's training data opened by another path (a copy, a moved folder) is its home dataset, not zero-shot; a
+    result with no home dataset (only other texts scored) still gives the summary table, the first dataset standing
+    in as home."""
+    import shutil
+    r, copy = tiny_runs, tmp_path / "main_copy"
+    shutil.copytree(r / "main", copy)
+    res = evaluate.main(["--runs", str(r / "tied_s1"), str(r / "lev_s1"), "--dataset", str(copy), str(r / "other"),
+                         "--bootstrap", "20", "--json", str(tmp_path / "a.json")])
+    assert [d["zero_shot"] for d in res["datasets"]] == [False, True]
+    from data.shards import HEADER_BYTES
+    raw = (copy / "val_000000.bin").read_bytes()                     # the val tokens moved by one: same count, same ids
+    body = np.frombuffer(raw[HEADER_BYTES:], dtype=json.loads((copy / "meta.json").read_text())["dtype"])
+    (copy / "val_000000.bin").write_bytes(raw[:HEADER_BYTES] + np.roll(body, 1).tobytes())
+    from data.loader import TokenData
+    assert not TokenData(str(copy)).same_tokens(TokenData(str(r / "main")))
+    res = evaluate.main(["--runs", str(r / "tied_s1"), str(r / "lev_s1"), "--dataset", str(r / "other"),
+                         "--bootstrap", "20", "--json", str(tmp_path / "b.json"), "--summary", str(tmp_path / "s.md")])
+    assert [d["zero_shot"] for d in res["datasets"]] == [True]
+    assert "| lev |" in (tmp_path / "s.md").read_text()
+
+
 def test_flags_both_spellings_and_validation(capsys):
     a = evaluate.parse_args(["--runs", "x", "y", "--max_windows", "5", "--count-edges", "1", "8", "--lambada-file", "f"])
     assert a.runs == ["x", "y"] and a.max_windows == 5 and a.count_edges == [1, 8] and a.lambada_file == "f"
