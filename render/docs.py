@@ -38,9 +38,9 @@ BLOCKS = dict(group=tables.b_group, arms=tables.b_arms, buckets=tables.b_buckets
               history=paper.b_history, abstract=lambda recs: abstract(recs),
               **perf.BLOCKS)   # docs/performance.md and the README's performance lines, from the benchmark records
 VALUES = dict(gap=values.v_gap, budget=values.v_budget, spread=values.v_spread, means=values.v_means,
-              mult_best=values.v_mult_best, deficit_share=values.v_deficit_share, norms=values.v_norms,
-              cb_best=values.v_cb_best, replica=values.v_replica, pair=paper.v_pair, seeds=paper.v_seeds,
-              unseen_share=paper.v_unseen_share, **perf.VALUES)
+              mult_best=values.v_mult_best, mult_span=values.v_mult_span, deficit_share=values.v_deficit_share,
+              norms=values.v_norms, cb_best=values.v_cb_best, replica=values.v_replica, pair=paper.v_pair,
+              seeds=paper.v_seeds, unseen_share=paper.v_unseen_share, **perf.VALUES)
 
 
 UNION = re.compile(r"[\w.\-]+(?:\+[\w.\-]+)+")    # "big_fair+big_fair_parts": records.union of the groups

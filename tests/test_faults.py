@@ -258,6 +258,15 @@ def test_a_run_named_twice_is_refused(made):
             "twice", "each run counts once", made["run"])
 
 
+@pytest.mark.slow
+def test_the_native_export_for_the_harness_needs_lev_runs(made, tmp_path):
+    run_dir = str(tmp_path / "tied")
+    cmd(["train.py", "--dataset", made["data"], "--out-dir", run_dir, *TINY, "--emb=tied"], ok=True)
+    refused(cmd(["evaluate.py", "--runs", made["run"], run_dir, "--dataset", made["data"], "--tasks", "hellaswag",
+                 "--tasks-export", "native"]), "--tasks-export native", "emb=tied", "--tasks-export plain")
+    assert not os.path.exists(os.path.join(run_dir, "hf_lev"))
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Exports
 

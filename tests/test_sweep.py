@@ -221,6 +221,8 @@ def test_where_the_best_multiplier_lies_and_a_pair_across_groups():
     assert values.v_mult_best(recs, "g", "tied") == "x5, the largest tried (x1-x5)"
     assert values.v_mult_best(recs, "g", "lev") == "x1, inside the range tried (x0.6-x3)"
     assert values.v_mult_best(recs, "g", "untied") == "x1, the only one tried (x1-x1)"
+    assert values.v_mult_span(recs, "g", "tied", "lev") == "1 to 5 times"
+    assert values.v_mult_span(recs, "g", "lev", "untied") == "1 times"
     assert paper.v_pair(recs, "g", "lev@best", "tied@best") == f"{fmt.pc(math.expm1(0.10))} (n = 1 seed pair, no interval)"
     three = record({("tied", s): 5.0 for s in (1, 2, 3)} | {("lev", 1): 4.9, ("lev", 2): 4.95, ("lev", 3): 4.92})
     other = record({("tied_x0.6", 1): 4.85, ("tied_x0.6", 2): 4.90})
