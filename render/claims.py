@@ -45,7 +45,7 @@ def comparison(recs, spec: str) -> dict:
     group, a, b, key = (*parts, "loss")[:4]
     (ga, arm_a), (gb, arm_b) = (x.split(":", 1) if ":" in x and not x.startswith(("loss", "zero_shot")) else
                                 (group, x) for x in (a, b))
-    ra, rb = recs[ga], recs[gb]
+    ra, rb = (recs[x] if x in recs or "+" not in x else R.union(recs, x) for x in (ga, gb))
     g = R.gap(ra, at(ra, arm_a), rb, at(rb, arm_b), key)
     if g is None:
         raise ValueError(f"claim {spec!r}: the two arms share no run seed")

@@ -155,8 +155,15 @@ def rates_figure(recs, name, path, arms=("tied", "untied", "lev", "lev_best")):
             for x, a in pts:
                 if a == best:
                     ax.plot([x], [R.mean_sd(r, a)[0]], "o", ms=9, mfc="none", color=color)
-    ax.set(xscale="log", yscale="log", xlabel="rate multiplier over the body's (6e-4)", ylabel="val perplexity",
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, ScalarFormatter
+    ax.set(xscale="log", yscale="log", xlabel="rate multiplier over the body's" + (f" ({lr:g})" if (lr := r.get("setting", {}).get("lr")) else ""),
+           ylabel="val perplexity (mean over seeds)",
            title=f"Each part's rate, 8 x 512, 1.02M tokens ({name.replace('+', ' + ')})")
+    ax.xaxis.set_major_locator(FixedLocator([0.3, 1, 3, 10, 30, 100, 300]))    # plain numbers, not powers of ten
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(ScalarFormatter())
     ax.legend(frameon=False, fontsize=7)
     return save(fig, path)
 

@@ -111,7 +111,9 @@ HISTORY = (("cpu_first", "lev", "tied", "the first main comparison (cpu body, 2e
             "big_fair: its lead came from the body's rate"),
            ("big_sweep", "lev_best", "untied", "the same, against untied (4e-4)", "big_fair"),
            ("cpu_sweep", "lev_best", "tied", "the cpu body's best LEV at 2e-3", "the main table's 4 x 128 rows: each "
-            "model at its best rate"))
+            "model at its best rate"),
+           ("big_fair", "lev_best", "untied_x45", "8 x 512, the body at one rate; untied's search stopped at x45, the "
+            "largest it had tried", "big_fair_parts: untied further up (x70-x150)"))
 
 
 def b_history(recs) -> str:

@@ -106,3 +106,17 @@ def test_the_main_table_reads_each_rows_arms_at_their_best(recs):
     fair = paper.record(recs, paper.FAIR)
     g = R.gap(fair, R.best_mult(fair, "lev_best"), fair, R.best_mult(fair, "tied"))
     assert big[6] == f"**{paper.pc(g['mean'])}**" and big[8] == str(g["n"])
+
+
+def test_a_claim_on_a_union_of_groups_reads_both():
+    """GROUP "A+B" (records.union): B's runs join A's by run seed, so a claim may compare an arm of one group with
+    an arm that only the other trained; each group alone has no such pair."""
+    run = lambda a, s, l: (f"{a}_s{s}", dict(arm=a, seed=s, loss=l, emb="lev" if a == "lev" else "untied"))
+    group = lambda name, runs: dict(name=name, command=name, setting=dict(body="big", tokens=1024000), runs=dict(runs))
+    a = group("a", (run("lev", s, 5.0 + 0.01 * s) for s in (1, 2, 3)))
+    b = group("b", (run("untied_x100", s, 4.8 + 0.01 * s) for s in (1, 2, 3)))
+    recs = dict(a=a, b=b)
+    assert claims.holds(recs, "behind a+b lev untied_x100") == (True, "behind")
+    assert claims.holds(recs, "ahead a+b untied_x100 lev") == (True, "ahead")
+    with pytest.raises(ValueError, match="share no run seed"):
+        claims.comparison(dict(a=a, b=group("b", [run("untied_x100", 4, 4.8)])), "a+b lev untied_x100")
