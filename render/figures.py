@@ -132,12 +132,13 @@ def sweep_figures(recs, name, out=DOCS) -> list:
 
 
 def rates_figure(recs, name, path, arms=("tied", "untied", "lev", "lev_best")):
-    """Validation perplexity (mean over each multiplier's seeds) against each part's rate multiplier, per arm: a table's
-    one table, LEV's whole input map, and a LEV arm's codebooks alone (the rest at its best multiplier); each curve's
-    best ringed."""
+    """Validation perplexity on the seeds every multiplier of an arm ran (those best_mult reads: seed 1 in a multiplier
+    search) against each part's rate multiplier, per arm: a table's one table, LEV's whole input map, and a LEV arm's
+    codebooks alone (the rest at its best multiplier); each curve's best ringed."""
     import matplotlib.pyplot as plt
     r = recs[name]
     fig, ax = plt.subplots(figsize=(6.2, 3.9))
+    seeds = set()
     for i, base in enumerate(arms):
         color = {**COLORS, "lev_best": "C3"}.get(base, f"C{i + 4}")
         grid = part_grid(r, base)
@@ -148,16 +149,17 @@ def rates_figure(recs, name, path, arms=("tied", "untied", "lev", "lev_best")):
         cbs = sorted((c, a) for (c, m), a in grid.items() if m == m_best and (R.part_mults(a)[1] is not None or c == m))
         if any(R.part_mults(a)[1] is not None for _, a in cbs):
             lines.append((cbs, "--", f"{base}: its codebooks alone (the rest x{m_best:g})"))
+        common = set.intersection(*(set(R.losses(r, a)) for a in grid.values()))    # the seeds best_mult reads
+        seeds |= common
+        ppl = lambda a: math.exp(sum(R.losses(r, a)[s] for s in common) / len(common))
         for pts, style, label in lines:
-            xs = [x for x, _ in pts]
-            ys = [R.mean_sd(r, a)[0] for _, a in pts]
-            ax.plot(xs, ys, style, marker="o", ms=3, color=color, label=label)
+            ax.plot([x for x, _ in pts], [ppl(a) for _, a in pts], style, marker="o", ms=3, color=color, label=label)
             for x, a in pts:
                 if a == best:
-                    ax.plot([x], [R.mean_sd(r, a)[0]], "o", ms=9, mfc="none", color=color)
+                    ax.plot([x], [ppl(a)], "o", ms=9, mfc="none", color=color)
     from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, ScalarFormatter
     ax.set(xscale="log", yscale="log", xlabel="rate multiplier over the body's" + (f" ({lr:g})" if (lr := r.get("setting", {}).get("lr")) else ""),
-           ylabel="val perplexity (mean over seeds)",
+           ylabel="val perplexity (seed 1)" if seeds == {1} else "val perplexity (the seeds every rate ran)",
            title=f"Each part's rate, 8 x 512, 1.02M tokens ({name.replace('+', ' + ')})")
     ax.xaxis.set_major_locator(FixedLocator([0.3, 1, 3, 10, 30, 100, 300]))    # plain numbers, not powers of ten
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
