@@ -46,7 +46,6 @@ round (paired), which is what a shared machine allows. Progress goes to stderr, 
 """
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -59,6 +58,7 @@ import torch
 import torch.nn.functional as F
 
 from analysis import perf_records
+from benchmarks.memory import command_peak, head_page_faults, peak_rss_mb
 from benchmarks.timing import matmul_flops, paired, paired_iqr, round_robin, say, sync, train_step, zipf_ids
 from fast import head, head_kernel
 from fast.lev_fast import FastLEV, unique
@@ -264,19 +264,6 @@ def dtype_variant(a: BenchConfig, cfg: GPTConfig, B: int, arm: str, variant: str
 # ----------------------------------------------------------------------------------------------------
 # Memory
 
-def peak_rss_mb(reset: bool = False) -> float:
-    """This process's peak resident set size in MiB (Linux VmHWM). reset=True first lowers the peak to the
-    current RSS (/proc/self/clear_refs): a child process otherwise inherits its parent's peak."""
-    try:
-        if reset:
-            with open("/proc/self/clear_refs", "w") as f:
-                f.write("5")
-        with open("/proc/self/status") as f:
-            return next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024
-    except (OSError, StopIteration):                             # not Linux: the lifetime peak (KiB on Linux)
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def probe(a: BenchConfig, what: str):
     """Run in a fresh subprocess: build one variant ("lev:PATH", "train:ARM", "dtype:CONFIG:ARM:VARIANT"),
     run it twice, print its peak memory as JSON."""
@@ -316,22 +303,6 @@ def train_flags(a: BenchConfig) -> list:
     return ["--device", a.device, "--dataset", a.dataset, f"--compile={a.compile}", *(["--preset=tiny"] if a.tiny else [])]
 
 
-# Runs a script as __main__ and, at exit, prints its own peak RSS. Not os.wait4's ru_maxrss: Linux carries the
-# high-water mark across fork and exec, so a child of a large process (this one) reports the parent's peak.
-PEAK_LAUNCHER = """import atexit, resource, runpy, sys
-def peak():
-    try:
-        kb = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM"))
-    except (OSError, StopIteration):
-        kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    kids = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    print(f"@@peak_kb {kb} {kids}", file=sys.stderr, flush=True)
-atexit.register(peak)
-sys.argv = sys.argv[1:]
-runpy.run_path(sys.argv[0], run_name="__main__")
-"""
-
-
 def quickstart_rss(a: BenchConfig, extra: list) -> dict:
     """Peak RSS (MiB) of `python train.py --emb=lev` as a user runs it: the process's own high-water mark
     (VmHWM), and separately that of its largest child (a C++ kernel build, data workers), if any."""
@@ -340,38 +311,11 @@ def quickstart_rss(a: BenchConfig, extra: list) -> dict:
     cmd = ["train.py", "--emb=lev", f"--max-iters={a.quickstart_iters}", "--sample-tokens=20", *train_flags(a), *extra]
     say(f"memory: python {' '.join(cmd)}")
     with tempfile.TemporaryDirectory() as tmp:
-        p = subprocess.run([sys.executable, "-c", PEAK_LAUNCHER, *cmd, "--out-dir", tmp], cwd=ROOT,
-                           capture_output=True, text=True)
-    lines = [line.split() for line in p.stderr.splitlines() if line.startswith("@@peak_kb ")]
-    if p.returncode != 0 or not lines:
-        say(f"(the quick-start command failed, exit code {p.returncode}:\n{(p.stdout + p.stderr)[-2000:]})")
+        code, output, peak_kb, kids_kb = command_peak([*cmd, "--out-dir", tmp], ROOT)
+    if code != 0 or peak_kb is None:
+        say(f"(the quick-start command failed, exit code {code}:\n{output[-2000:]})")
         return dict(command=" ".join(cmd), peak_mb=None, children_peak_mb=None)
-    return dict(command=" ".join(cmd), peak_mb=int(lines[-1][1]) / 1024, children_peak_mb=int(lines[-1][2]) / 1024)
-
-
-# The output head's forward + backward at the quick-start size, 12 steps in a fresh process: the page faults
-# (ru_minflt) of each step once warm. keep=True first calls util/runtime.keep_freed_memory, as train.py does.
-FAULTS = """
-import json, resource, sys, torch
-sys.path.insert(0, {root!r})
-from fast import head
-from util import runtime
-kept = runtime.keep_freed_memory() if {keep} else "glibc's defaults"
-dtype = torch.bfloat16 if runtime.cpu_has_native_bf16() else torch.float32
-torch.manual_seed(0)
-x = torch.randn({N}, {D}, requires_grad=True)
-W = (torch.randn({V}, {D}) * 0.02).requires_grad_()
-y = torch.randint({V}, ({N},))
-faults = []
-for i in range(12):
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
-    with torch.autocast("cpu", dtype=dtype):
-        loss = head.linear_cross_entropy(x, W, y, kernel="torch")   # PyTorch's rows: float32 blocks of 32 MB
-    loss.backward()
-    x.grad = W.grad = None
-    faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
-print(json.dumps(dict(allocator=kept, dtype=str(dtype), warm_steps=faults[4:])))
-"""
+    return dict(command=" ".join(cmd), peak_mb=peak_kb / 1024, children_peak_mb=kids_kb / 1024)
 
 
 def section_os(a: BenchConfig) -> dict:
@@ -380,10 +324,7 @@ def section_os(a: BenchConfig) -> dict:
     res = {}
     for keep in (False, True):
         say(f"os: page faults, keep_freed_memory={keep} (a fresh subprocess)")
-        code = FAULTS.format(root=ROOT, keep=keep, N=B * cfg.block_size, D=cfg.n_embd, V=cfg.vocab_size)
-        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
-        r = json.loads(out.strip().splitlines()[-1])
-        res["kept" if keep else "default"] = dict(r, total=sum(r["warm_steps"]), median=statistics.median(r["warm_steps"]))
+        res["kept" if keep else "default"] = head_page_faults(ROOT, keep, B * cfg.block_size, cfg.n_embd, cfg.vocab_size)
     return res
 
 

@@ -10,7 +10,8 @@ docs/method.md, section 2) and the shapes; the LEV module chains them exactly as
 N stands for the ids of one call: the positions of a batch (sequences x their length) or its distinct ids.
 docs/method.md, section 2, lists every symbol with its code name and flag; a letter has one meaning there and here.
 
-    python lev.py                                    # walk through every step on a small vocabulary
+    python lev.py                                    # five ids (0, 1, 2, V/2, V-1) through every step: each step's
+                                                     # shape and value range, then LEV's parameter count
     python lev.py --vocab-size 50257 --n-embd 768    # the same at GPT-2's vocabulary
 
 Where the paper is silent the comment says "our choice" and the alternative is a field of LEVConfig.
@@ -106,13 +107,6 @@ def lev_num_params(cfg: LEVConfig) -> int:
 # ----------------------------------------------------------------------------------------------------
 # The steps, one function each.
 
-def id_permutation(V: int, seed_: int) -> torch.Tensor:
-    """Step 0 (a control, off by default). pi: a fixed random permutation of 0..V-1; with it, LEV writes
-    pi(i) instead of i in base b, so ids that are close in the tokenizer's numbering (BPE: merge order) no
-    longer share digits. (V,) int64, the same for a given permutation key s on every machine (a CPU generator)."""
-    return torch.randperm(V, generator=torch.Generator().manual_seed(seed_))
-
-
 def digits(ids: torch.Tensor, k: int, b: int) -> torch.Tensor:
     """Step 1. i = sum_j c_j * b^(k-1-j), j = 0..k-1, 0 <= c_j < b, most significant digit first.
 
@@ -183,26 +177,6 @@ def bspline_basis(u: torch.Tensor, kappa: int, normalize: bool = True, width=Non
     d = (u.unsqueeze(-1) * (kappa - 1) - g).abs()                            # (..., kappa); |u - t_g|(kappa-1)
     B = bspline_kernel(d if width is None else d / width.unsqueeze(-1))      # (..., kappa)
     return B / B.sum(-1, keepdim=True) if normalize else B
-
-
-def knot_width(raw: torch.Tensor) -> torch.Tensor:
-    """Step 4's learned width (knot_scale="learned"), in knot spacings: w = 1/3 + (2/3) softplus(raw) / ln 2.
-    raw = 0 gives w = 1, the fixed grid's width (where weight decay pulls it); w stays above 1/3, below which the
-    basis would leave gaps between knots where every weight is 0. raw (h, d_s) -> w (h, d_s)."""
-    return 1 / 3 + (2 / 3) * F.softplus(raw) / math.log(2)
-
-
-def bspline_basis_sparse(u: torch.Tensor, kappa: int, normalize: bool = True):
-    """Step 4 on the compact support: the same weights as bspline_basis, only the <= 3 non-zero ones.
-
-    On the knot scale u (kappa-1), with g0 = floor(u (kappa-1) + 1/2), only knots g0-1, g0, g0+1 lie closer than 1.5.
-    u (...) -> (knot indices (..., 3) int64 in [0, kappa-1], their weights (..., 3)); out-of-range knots weigh 0.
-    """
-    x = u * (kappa - 1)                                                      # (...)
-    g = torch.floor(x.detach() + 0.5).long().unsqueeze(-1) + torch.arange(-1, 2, device=u.device)  # (..., 3)
-    w = bspline_kernel((x.unsqueeze(-1) - g).abs())                          # (..., 3)
-    w = torch.where((g >= 0) & (g < kappa), w, torch.zeros_like(w))
-    return g.clamp(0, kappa - 1), (w / w.sum(-1, keepdim=True) if normalize else w)
 
 
 def coefficients(B: torch.Tensor, S: torch.Tensor) -> torch.Tensor:
@@ -316,6 +290,43 @@ class LEV(nn.Module):
         """The whole V x D table G(0..V-1) (e.g. to export it as an ordinary embedding table), CHUNK_IDS at a time."""
         ids = torch.arange(self.cfg.vocab_size, device=self.W.device)
         return torch.cat([self.generate(chunk) for chunk in ids.split(CHUNK_IDS)])
+
+
+# ----------------------------------------------------------------------------------------------------
+# Variants (off by default, each a LEVConfig field) and the fast path's sparse basis.
+#   id_shuffle = s      step 0: the digits of pi(i), a fixed random permutation, instead of i's (a control)
+#   seed_combine        step 2: "concat" stacks the k codebook rows, z = [C_0[c_0]; ...; C_{k-1}[c_{k-1}]]
+#                       (N, k*d_s), instead of summing them (seed(), combine="concat")
+#   codebooks           step 2: "shared", one codebook (1, b, d_s) for every digit position
+#   shared_projection   step 3: one W (1, d_s, d_in) for all heads, each keeping its LayerNorm (unit_cube)
+#   knot_scale          step 4: "learned", a basis width w per head and seed dimension (knot_width below)
+#   bspline_basis_sparse: step 4 on its <= 3 non-zero weights, what fast/lev_fast.py's FastLEV computes with
+
+def id_permutation(V: int, seed_: int) -> torch.Tensor:
+    """Step 0, the shuffled-id control (id_shuffle = s > 0). pi: a fixed random permutation of 0..V-1; with it, LEV writes
+    pi(i) instead of i in base b, so ids that are close in the tokenizer's numbering (BPE: merge order) no
+    longer share digits. (V,) int64, the same for a given permutation key s on every machine (a CPU generator)."""
+    return torch.randperm(V, generator=torch.Generator().manual_seed(seed_))
+
+
+def knot_width(raw: torch.Tensor) -> torch.Tensor:
+    """Step 4's learned width (knot_scale="learned"), in knot spacings: w = 1/3 + (2/3) softplus(raw) / ln 2.
+    raw = 0 gives w = 1, the fixed grid's width (where weight decay pulls it); w stays above 1/3, below which the
+    basis would leave gaps between knots where every weight is 0. raw (h, d_s) -> w (h, d_s)."""
+    return 1 / 3 + (2 / 3) * F.softplus(raw) / math.log(2)
+
+
+def bspline_basis_sparse(u: torch.Tensor, kappa: int, normalize: bool = True):
+    """Step 4 on the compact support: the same weights as bspline_basis, only the <= 3 non-zero ones.
+
+    On the knot scale u (kappa-1), with g0 = floor(u (kappa-1) + 1/2), only knots g0-1, g0, g0+1 lie closer than 1.5.
+    u (...) -> (knot indices (..., 3) int64 in [0, kappa-1], their weights (..., 3)); out-of-range knots weigh 0.
+    """
+    x = u * (kappa - 1)                                                      # (...)
+    g = torch.floor(x.detach() + 0.5).long().unsqueeze(-1) + torch.arange(-1, 2, device=u.device)  # (..., 3)
+    w = bspline_kernel((x.unsqueeze(-1) - g).abs())                          # (..., 3)
+    w = torch.where((g >= 0) & (g < kappa), w, torch.zeros_like(w))
+    return g.clamp(0, kappa - 1), (w / w.sum(-1, keepdim=True) if normalize else w)
 
 
 # ----------------------------------------------------------------------------------------------------

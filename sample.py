@@ -7,7 +7,7 @@ Generate text from a trained run's checkpoint (out_dir/ckpt.pt; plain data, no p
 
 In eval mode the LEV arm looks its embeddings up in a table materialised once from the generator, so
 sampling costs the same as with a plain embedding table. Prompts longer than the context are cropped
-to the last block_size tokens.
+to the last block_size tokens. train.py ends a run with a short sample (sample_after_training).
 """
 import os
 import sys
@@ -50,6 +50,20 @@ def read_prompt(start: str) -> str:
             raise ValueError(f"prompt file {path} is not UTF-8 text (from --start=FILE:{path}): give a text "
                              f"file.") from None
     return start
+
+
+def sample_after_training(model, tokenizer: dict, start: str, n_tokens: int, seed: int, device: str) -> str:
+    """train.py's closing sample: n_tokens continuing start ("" or a character a char tokenizer lacks: the
+    end-of-text token), with the project's sampling settings, so every run shows what it learned."""
+    from data.tokenizers import encode_prompt, get_tokenizer
+    tok = get_tokenizer(tokenizer["name"], meta=tokenizer["meta"])
+    try:
+        ids, shown = encode_prompt(tok, start, model.cfg.block_size)
+    except ValueError:                                               # a character the char tokenizer lacks
+        ids, shown = encode_prompt(tok, "", model.cfg.block_size)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    out = model.eval().generate(torch.tensor([ids], device=device), n_tokens, generator=gen, **SAMPLING)
+    return tok.decode(out[0, len(ids) - shown:].tolist())
 
 
 def main(argv=None):

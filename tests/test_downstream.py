@@ -34,9 +34,6 @@ dataset_kwargs:
 training_split: null
 """
 
-lm_eval = pytest.importorskip("lm_eval", reason="--tasks needs requirements-eval.txt (lm-eval)")
-
-
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """A tiny run on GPT-2 tokens (the harness needs a Hugging Face tokenizer, which exports of GPT-2 runs carry)."""
@@ -75,6 +72,7 @@ def tiny_task(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.needs_eval
 def test_harness_scores_equal_the_models_own_loglikelihoods(run, tmp_path):
     configs, data = tiny_task(tmp_path)
     result = evaluate.main(["--runs", str(run), "--tasks", "tiny_mc", "--task-configs", str(configs), "--task-data",
@@ -94,6 +92,7 @@ def test_harness_scores_equal_the_models_own_loglikelihoods(run, tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.needs_eval
 def test_native_export_scores_as_the_materialised_one(run, tmp_path):
     """--tasks-export native: the harness on LEV itself (export.py --keep-lev, trust_remote_code) gives the plain
     export's scores: the same accuracies item by item, log-likelihoods equal to float rounding."""

@@ -259,6 +259,7 @@ def test_a_run_named_twice_is_refused(made):
 
 
 @pytest.mark.slow
+@pytest.mark.needs_eval                                    # the refusal comes after the check that the harness is there
 def test_the_native_export_for_the_harness_needs_lev_runs(made, tmp_path):
     run_dir = str(tmp_path / "tied")
     cmd(["train.py", "--dataset", made["data"], "--out-dir", run_dir, *TINY, "--emb=tied"], ok=True)

@@ -14,15 +14,16 @@ from conftest import ROOT
 # runs, the folders the code map names, and the project's own files (requirements, CI, configuration).
 ROOT_ENTRIES = {"README.md", "LICENSE", "requirements.txt", "requirements-dev.txt", "requirements-eval.txt",
                 "requirements-eval-data.txt", "requirements-books.txt", "constraints.txt", "pytest.ini",
-                ".gitignore", ".ci", "lev.py", "model.py", "train.py", "sample.py", "evaluate.py", "export.py",
-                "bench.py", "data", "tests", "notebooks", "docs", "experiments", "fast", "util", "analysis", "benchmarks",
-                "render"}
+                ".gitignore", ".ci", "lev.py", "model.py", "input_maps.py", "train.py", "sample.py", "evaluate.py",
+                "export.py", "bench.py", "data", "tests", "notebooks", "docs", "experiments", "fast", "util", "analysis",
+                "benchmarks", "render", "training"}
 # Imports go downward through these layers (a module imports its own layer or a lower one), and the folders of one
 # layer import each other in no loop: plumbing imports no model, the engine no command, a library no command.
 LAYERS = [("util",),                                  # plumbing: flags, devices, checkpoints' files, presets
-          ("lev", "model"),                           # the method and the model
+          ("lev", "model", "input_maps"),             # the method, the model and the paper's other input maps
           ("fast", "data"),                           # the engine that computes the model fast; the data layer
-          ("analysis", "benchmarks"),                 # the commands' libraries: evaluation, export, timing, GPU checks
+          ("analysis", "benchmarks", "training"),     # the commands' libraries: evaluation, export, timing, GPU checks,
+                                                      # train.py's flags, run control and reports
           ("train", "sample", "evaluate", "export", "bench",    # the commands at the root, and the docs' renderer
            "render"),                                         # (python -m render), which reads the records they write
           ("experiments",)]                           # recipes of many commands
@@ -186,3 +187,42 @@ def test_tests_read_nothing_outside_the_repository():
     hits = [p for p in tracked("tests/*.py") if pattern.search(open(os.path.join(ROOT, p), encoding="utf-8").read())
             and not p.endswith("test_layout.py")]
     assert not hits, hits
+
+
+# The house style's budgets (its rule 1): the files a learner opens first, and every code file.
+BUDGETS = {"lev.py": 400, "model.py": 350, "train.py": 350, "sample.py": 120}
+CODE_LIMIT = 650
+LESSON_MARKS = {"model.py": ("class GPT(", 150), "train.py": ("def train_step(", 150)}   # reached within the first N
+
+
+def line_counts() -> dict:
+    return {p: sum(1 for _ in open(os.path.join(ROOT, p), encoding="utf-8")) for p in tracked("*.py", "*.cpp")}
+
+
+def test_the_lesson_files_keep_their_budgets():
+    """lev.py, model.py, train.py and sample.py stay readable in one sitting, no code file grows past CODE_LIMIT
+    lines (a feature that would break a budget gets a module of its own), and a learner reaches GPT and the
+    training step early."""
+    counts = line_counts()
+    over = [f"{p}: {counts[p]} lines > {n}" for p, n in BUDGETS.items() if counts[p] > n]
+    over += [f"{p}: {n} lines > {CODE_LIMIT}" for p, n in counts.items() if n > CODE_LIMIT]
+    assert not over, f"over budget (split by concept; the house style's rule 1): {over}"
+    for path, (mark, within) in LESSON_MARKS.items():
+        lines = open(os.path.join(ROOT, path), encoding="utf-8").read().splitlines()
+        at = next(i + 1 for i, line in enumerate(lines) if line.startswith(mark))
+        assert at <= within, f"{path}: {mark!r} at line {at}, after the first {within}: move what comes before it"
+
+
+@pytest.mark.parametrize("kind", ["budget", "limit", "mark"])
+def test_the_budget_check_finds_a_file_over_it(monkeypatch, kind):
+    """The check above can fail: a budget one line under model.py's length, a limit under bench.py's, a mark
+    required before where it stands."""
+    counts = line_counts()
+    if kind == "budget":
+        monkeypatch.setitem(BUDGETS, "model.py", counts["model.py"] - 1)
+    elif kind == "limit":
+        monkeypatch.setattr(__import__(__name__), "CODE_LIMIT", counts["bench.py"] - 1)
+    else:
+        monkeypatch.setitem(LESSON_MARKS, "train.py", ("def train_step(", 10))
+    with pytest.raises(AssertionError, match="over budget|after the first"):
+        test_the_lesson_files_keep_their_budgets()

@@ -287,6 +287,7 @@ def test_the_walkthrough_ends_with_the_rescale_the_model_applies(capsys):
     RMS), so a learner can follow LEV into the model."""
     import re
     from lev import LEV, LEVConfig, _walkthrough
+    from input_maps import rescale_input_map
     from model import GPT, GPTConfig
     _walkthrough(1000, 64)
     factor = float(re.search(r"8\. equal footing.*= ([\d.]+), so", capsys.readouterr().out)[1])
@@ -295,5 +296,5 @@ def test_the_walkthrough_ends_with_the_rescale_the_model_applies(capsys):
     before = lev.W_out.detach().clone()
     model = GPT(GPTConfig(vocab_size=1000, n_embd=64, n_head=4, n_layer=1, block_size=8, input_scale="none"))
     model.wte = lev
-    model.rescale_input_map(model.cfg.input_rms)
+    rescale_input_map(model, model.cfg.input_rms)
     assert (lev.W_out / before).flatten()[0].item() == pytest.approx(factor, abs=1e-3)

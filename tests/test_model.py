@@ -10,6 +10,7 @@ from fast import accelerate, head
 from fast.head import ChunkedHead, LinkedEmbedding
 from fast.lev_fast import FastLEV
 from lev import lev_num_params
+from input_maps import input_map_parameters
 from model import EMB_CHOICES, GPT, GPTConfig, OutputHead, matched_widths, param_report
 from util import presets
 
@@ -191,7 +192,7 @@ def test_emb_lr_mult_and_weight_decay_apply_to_the_input_map_only(emb):
     input map's matrices must shrink by lr * mult * wd, or not at all, and the body's by lr * wd."""
     model = build(emb)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
-    emb_names = {n for n, p in model.named_parameters() if any(p is q for q in model.input_map_parameters())}
+    emb_names = {n for n, p in model.named_parameters() if any(p is q for q in input_map_parameters(model))}
     assert emb_names and all(n.startswith("wte.") or (emb == "tied" and n == "lm_head.weight") for n in emb_names)
     for mult, wd_on, emb_factor in ((3.0, True, 1 - 0.1 * 3 * 0.5), (3.0, False, 1.0), (1.0, True, 0.95)):
         model.load_state_dict({n: t.clone() for n, t in before.items()}, strict=False)
@@ -345,9 +346,9 @@ def test_id_shuffle_control_reads_the_digits_of_permuted_ids(emb):
 
 
 def test_resume_check_names_what_differs():
-    """train.check_compatible: the same model and tokenizer resume; another architecture or tokenizer is named."""
+    """run_control.check_compatible (train.py --resume): the same model and tokenizer resume; another architecture or tokenizer is named."""
     from dataclasses import asdict
-    from train import check_compatible
+    from training.run_control import check_compatible
     args, tok = asdict(TINY), dict(name="byte", vocab_size=300)
     ckpt = dict(model_args=args, tokenizer=tok)
     check_compatible(ckpt, args, tok, "c.pt")
@@ -392,7 +393,7 @@ def test_the_rescale_measures_the_input_map_in_small_chunks_with_the_one_call_fa
     """rescale_input_map calls the input map on at most RESCALE_IDS ids at a time (lev.LEV's reference path holds
     (ids, h, d_s, kappa) numbers: 4,096 ids at once took 3.7 GB at the quick start), and gives the model the one-call
     computation would: the factor target / RMS of the 4,096 ids' outputs in one call."""
-    import model as M
+    import input_maps as M
     cfg = replace(TINY, vocab_size=3000, n_embd=64, emb=emb, input_scale="none")
     torch.manual_seed(0)
     plain = GPT(cfg)                                                  # as built, before any rescale

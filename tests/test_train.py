@@ -193,7 +193,7 @@ def test_nan_stops_the_run_and_keeps_the_last_checkpoint(dataset, tmp_path):
 
 def test_save_interval_thins_the_checkpoints_and_the_end_still_saves(dataset, tmp_path, monkeypatch):
     saved = []
-    monkeypatch.setattr(train.checkpoint, "save", lambda state, path: saved.append(state["step"]))
+    monkeypatch.setattr(checkpoint, "save", lambda state, path: saved.append(state["step"]))
     run(dataset, tmp_path, "--max-iters", "7", "--eval-interval", "2", "--save-interval", "4")
     assert saved == [4, 7]                                   # evaluations at 2, 4, 6, 7: 4 and the end
     saved.clear()
