@@ -60,7 +60,7 @@ import torch.nn.functional as F
 from analysis import perf_records
 from benchmarks.memory import command_peak, head_page_faults, peak_rss_mb
 from benchmarks.timing import matmul_flops, paired, paired_iqr, round_robin, say, sync, train_step, zipf_ids
-from fast import head, head_kernel
+from fast import compile_model, head, head_kernel
 from fast.lev_fast import FastLEV, unique
 from lev import GPT2_VOCAB, LEV
 from model import EMB_CHOICES, GPT, GPTConfig
@@ -229,7 +229,7 @@ def lev_path(a: BenchConfig, name: str, ids: torch.Tensor):
     torch.manual_seed(0)
     build = LEV_PATHS.get(name) or (lambda cfg: FastLEV(cfg, kernel="torch"))   # "compiled": the torch path
     lev = build(gpt_config(a).lev).to(a.device)
-    fn = torch.compile(lev) if name == "compiled" else lev
+    fn = compile_model(lev) if name == "compiled" else lev
     grad_out = torch.randn(*ids.shape, lev.cfg.n_embd, device=a.device)
 
     def run():

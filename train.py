@@ -26,7 +26,7 @@ import torch
 import torch.distributed as dist
 
 from data.loader import open_dataset
-from fast import FAST, accelerate
+from fast import FAST, accelerate, compile_model
 from model import GPT, GPTConfig
 from training import flags, report
 from training.run_control import (Run, StopFlag, check_compatible, evaluates_at, exit_code, non_finite, restore,
@@ -126,7 +126,7 @@ def setup(argv=None) -> Run:
     optimizer = raw_model.configure_optimizer(tc.lr, tc.weight_decay, (tc.beta1, tc.beta2), device.split(":")[0],
                                               tc.decay_lev_norm, tc.emb_lr_mult, tc.emb_weight_decay,
                                               tc.codebook_lr_mult or None)
-    model = torch.compile(raw_model) if tc.compile else raw_model
+    model = compile_model(raw_model) if tc.compile else raw_model
     if world > 1:
         model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[local_rank] if device.startswith("cuda") else None)
     scaler = torch.amp.GradScaler(device.split(":")[0], enabled=(dtype == "float16"))

@@ -58,7 +58,7 @@ import torch
 from analysis import perf_records
 from benchmarks import timing
 from data.tokenizers import VOCAB_SIZES
-from fast import accelerate, head, lev_fast
+from fast import accelerate, compile_model, head, lev_fast
 from fast.lev_fast import FastLEV
 from lev import LEV, LEVConfig
 from model import GPT, GPTConfig
@@ -136,7 +136,7 @@ def check_env_compile(ctx: Ctx) -> dict:
     f = lambda a, b: torch.nn.functional.gelu(a @ b)              # (no sum: CUDA's autocast runs sums in float32)
     x = torch.randn(256, 256, device=ctx.device)
     t0 = time.time()
-    compiled = torch.compile(f, backend=ctx.pick("inductor", "aot_eager"))
+    compiled = compile_model(f, backend=ctx.pick("inductor", "aot_eager"))
     with runtime.autocast(ctx.device, "bfloat16"):
         y, ref = compiled(x, x), f(x, x)
     compile_s = time.time() - t0
@@ -147,7 +147,7 @@ def check_env_compile(ctx: Ctx) -> dict:
 
 def lev_grads(lev, ids, g, compile_backend=None):
     """(output, gradients of sum(output * g) w.r.t. every parameter, by name), lev compiled if a backend is given."""
-    out = (torch.compile(lev, backend=compile_backend) if compile_backend else lev)(ids)
+    out = (compile_model(lev, backend=compile_backend) if compile_backend else lev)(ids)
     names, params = zip(*lev.named_parameters())
     return out, dict(zip(names, torch.autograd.grad((out * g).sum(), params)))
 

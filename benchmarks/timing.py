@@ -9,7 +9,7 @@ import time
 
 import torch
 
-from fast import accelerate
+from fast import accelerate, compile_model
 from model import GPT, GPTConfig
 from util import runtime
 from util.presets import ADAMW
@@ -82,7 +82,7 @@ def train_step(cfg: GPTConfig, x, y, device: str, dtype: str, compile: bool = Fa
     if rows:
         model.lm_head.rows = rows
     opt = model.configure_optimizer(1e-4, ADAMW["weight_decay"], (ADAMW["beta1"], ADAMW["beta2"]), device.split(":")[0])
-    fwd = torch.compile(model, dynamic=False) if compile else model       # static shapes: one size per variant
+    fwd = compile_model(model, dynamic=False) if compile else model       # static shapes: one size per variant
 
     def run():
         with runtime.autocast(device, dtype):

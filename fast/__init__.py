@@ -6,12 +6,14 @@ in one place, accelerate().
     head.py          the output head's loss in blocks of positions, never holding the (B T, V) logits
     head_kernel.cpp  each block's loss and softmax - one-hot in C++ (CPU)
     native.py        builds the two C++ kernels on first use (announced), or falls back to PyTorch
+    compiling.py     compile_model: torch.compile with the fast paths' eager functions kept out of its graphs
 
 Read lev.py and model.py first: every function here is checked against them (tests/test_fast.py, test_head.py).
 """
 import torch
 
 from fast import native
+from fast.compiling import compile_model
 from fast.head import ChunkedHead, LinkedEmbedding
 from fast.lev_fast import FastLEV, cpp_kernel
 from lev import LEV

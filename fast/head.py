@@ -58,6 +58,7 @@ import torch
 import torch.nn.functional as F
 
 from fast import native
+from fast.compiling import eager_when_compiled
 from model import OutputHead
 
 # Tuned constants (docs/performance.md, "Where the tuned constants come from", has the measurements):
@@ -104,7 +105,7 @@ def plain_cross_entropy(x, W, targets, reduction="mean"):
     return loss.view(targets.shape) if reduction == "none" else loss
 
 
-@torch.compiler.disable   # eager inside a compiled model: traced, the loops over blocks would unroll with N and V
+@eager_when_compiled   # eager inside a compiled model: traced, the loops over blocks would unroll with N and V
 def linear_cross_entropy(x, W, targets, reduction="mean", chunk_size=None, kernel="torch", link=None):
     """Cross-entropy of the logits x W^T against targets, block by block over positions.
 

@@ -27,6 +27,7 @@ from torch.optim.optimizer import register_optimizer_step_post_hook
 
 import lev
 from fast import native
+from fast.compiling import eager_when_compiled
 
 CHUNK_ELEMENTS = 1 << 23   # the torch path's phi holds at most this many numbers per chunk (32 MB in float32)
 # on a GPU, where each chunk costs a few hundred kernel launches, this many (256 MB; docs/performance.md, "On a GPU")
@@ -39,7 +40,7 @@ CHUNK_GPU_ELEMENTS = 1 << 26
 PAD_IDS = 64   # step 7's matmul runs on a multiple of this many rows (pad_rows; docs/performance.md, tuned constants)
 
 
-@torch.compiler.disable
+@eager_when_compiled
 def unique(ids: torch.Tensor):
     """(uniq, inverse): the distinct ids (U,) and ids' positions in them (ids == uniq[inverse]). Kept out of
     torch.compile graphs (U depends on the data)."""
@@ -123,7 +124,7 @@ def compiled_chunk_log_product():
     return run
 
 
-@torch.compiler.disable
+@eager_when_compiled
 def chunked_spline_product(u, S, normalize, eps, compiled=False):
     """The torch path: steps 4-6 chunk by chunk of ids, run eagerly even inside a compiled model (a loop over a
     data-dependent N does not trace), so its memory stays bounded under torch.compile too."""

@@ -12,6 +12,7 @@ import torch
 import fast
 import lev
 from fast import lev_fast, native
+from fast.compiling import compile_model
 from fast.lev_fast import FastLEV, spline_product
 from lev import LEV, LEVConfig, bspline_basis, coefficients, separable_product
 from test_lev import SMALL, reference_lev
@@ -216,7 +217,7 @@ def test_a_compiled_lev_tells_the_torch_path_so_and_a_cpu_keeps_eager_chunks(mon
     net = FastLEV(LEVConfig(vocab_size=100, n_embd=16, d_seed=8, heads=2, kappa=6, rank=4), kernel="torch")
     ids = torch.randint(0, 100, (2, 7), generator=torch.Generator().manual_seed(0))
     net(ids).sum().backward()
-    torch.compile(net, backend="aot_eager")(ids).sum().backward()
+    compile_model(net, backend="aot_eager")(ids).sum().backward()
     assert seen == [False, True] and made == []
 
 
@@ -399,7 +400,7 @@ def test_compiled_lev_equals_eager(kernel):
     torch._dynamo.reset()
     torch.manual_seed(0)
     lev = FastLEV(LEVConfig(vocab_size=1000, n_embd=16, d_seed=8, heads=2, kappa=6, rank=4), kernel=kernel)
-    compiled = torch.compile(lev)
+    compiled = compile_model(lev)
     for T in (7, 9):                                         # two shapes: recompiles must stay correct too
         ids = torch.randint(0, 1000, (2, T), generator=torch.Generator().manual_seed(T))
         ids[0, :3] = torch.tensor([0, 999, 0])

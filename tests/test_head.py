@@ -6,6 +6,7 @@ import torch
 
 from fast import head
 from fast import native
+from fast.compiling import compile_model
 from fast.head import default_chunk_size, linear_cross_entropy, plain_cross_entropy
 
 KERNELS = ["torch", pytest.param("cpp", marks=pytest.mark.slow)]   # the C++ rows: built once, in the slow tests
@@ -449,7 +450,7 @@ def test_the_head_runs_eagerly_inside_a_compiled_model(monkeypatch):
         torch.manual_seed(0)
         model = accelerate(GPT(cfg), "all")                                  # the blockwise head
         out = {}
-        for name, fn in (("compiled", torch.compile(model, backend=count)), ("eager", model)):
+        for name, fn in (("compiled", compile_model(model, backend=count)), ("eager", model)):
             model.zero_grad()
             _, loss = fn(ids[:, :-1], ids[:, 1:])
             loss.backward()

@@ -162,7 +162,7 @@ def readme_commands(row: str) -> list:
 def test_the_readmes_commands_for_the_quick_start_row_from_a_clean_checkout(tmp_path):
     """From a copy of the repository's tracked files (nothing prepared, no runs): the README's books command on a
     folder of small stand-in texts (--input; the real ones need the network), then the quick-start row's command as
-    written, with a tiny step count and few windows. Every run trains and the group is scored."""
+    written, with a tiny step count, few windows and one seed. Every arm trains and the group is scored."""
     repo = tmp_path / "repo"
     tracked = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     for rel in filter(None, tracked.split("\0")):
@@ -184,7 +184,8 @@ def test_the_readmes_commands_for_the_quick_start_row_from_a_clean_checkout(tmp_
     p = run(shlex.split(setup[0].split("#")[0]) + ["--input", str(mine)])
     assert p.returncode == 0 and p.stderr.count("warning:") == 3, p.stderr[-2000:]     # other bytes than the records'
     command = commands[0]                                   # the main comparison; the learning rates' trend follows
-    argv = shlex.split(command.replace("$BOOKS", books)) + ["--steps", "2", "--max-windows", "8"]
+    argv = shlex.split(command.replace("$BOOKS", books)) + ["--steps", "2", "--max-windows", "8", "--seeds", "1",
+                                                             "--seeds-others", "1"]   # every arm, one run each
     assert argv[:3] == ["python", "-m", "experiments.reproduce"]
     p = run(argv)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
