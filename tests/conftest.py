@@ -16,6 +16,17 @@ if ROOT not in sys.path:
 KERNEL_SOURCES = ("lev_kernel.cpp", "head_kernel.cpp")
 
 
+def pytest_configure(config):
+    """Under pytest-xdist (pytest.ini's -n): each worker gets its share of the cores, for torch and for the commands it
+    starts, so that the workers do not oversubscribe the CPU (every OpenMP region would wait for a preempted thread)."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        import torch
+        torch.set_num_threads(threads)
+
+
 @pytest.fixture(scope="session")
 def cpp_kernels() -> bool:
     """Both C++ kernels, built (or loaded from the build cache) once per session; False where they cannot be."""

@@ -185,7 +185,8 @@ def test_the_readmes_commands_for_the_quick_start_row_from_a_clean_checkout(tmp_
     assert p.returncode == 0 and p.stderr.count("warning:") == 3, p.stderr[-2000:]     # other bytes than the records'
     command = commands[0]                                   # the main comparison; the learning rates' trend follows
     argv = shlex.split(command.replace("$BOOKS", books)) + ["--steps", "2", "--max-windows", "8", "--seeds", "1",
-                                                             "--seeds-others", "1"]   # every arm, one run each
+                                                             "--seeds-others", "1",   # every arm, one run each
+                                                             "--train-flags=--eval-iters=2"]
     assert argv[:3] == ["python", "-m", "experiments.reproduce"]
     p = run(argv)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
