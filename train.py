@@ -29,8 +29,9 @@ from data.loader import open_dataset
 from fast import FAST, accelerate, compile_model
 from model import GPT, GPTConfig
 from training import flags, report
-from training.run_control import (Run, StopFlag, check_compatible, evaluates_at, exit_code, non_finite, restore,
-                                  resume_point, save, saves_at, start_run_dir, stop_early, tokenizer_of, val_windows)
+from training.run_control import (Run, StopFlag, check_compatible, check_same_dataset, evaluates_at, exit_code,
+                                  non_finite, release, restore, resume_point, save, saves_at, start_run_dir, stop_early,
+                                  tokenizer_of, val_windows)
 from util import runtime
 from util.cli import pick
 from util.presets import ADAMW, CPU, PRESETS
@@ -120,6 +121,7 @@ def setup(argv=None) -> Run:
     mc = pick(GPTConfig, args, vocab_size=data.vocab_size)
     if ckpt is not None:
         check_compatible(ckpt, asdict(mc), tokenizer_of(data), os.path.join(tc.out_dir, "ckpt.pt"))
+        check_same_dataset(ckpt, data, os.path.join(tc.out_dir, "ckpt.pt"))
 
     torch.manual_seed(tc.seed)
     raw_model = accelerate(GPT(mc).to(device), tc.fast)
@@ -137,7 +139,7 @@ def setup(argv=None) -> Run:
     elif os.path.exists(run.ckpt_path):
         run.say(f"note: --overwrite: this run starts over in {tc.out_dir}, replacing its ckpt.pt and log.jsonl")
     report.banner(run, dtype_why, memory)
-    start_run_dir(run, resumed=ckpt is not None)                 # config.json, log.jsonl; nothing written before
+    start_run_dir(run, ckpt is not None, ckpt and ckpt["file_stat"])   # the lock, config.json, log: after every check
     return run
 
 
@@ -237,8 +239,7 @@ def main(argv=None):
     try:
         status = train(run)
     finally:
-        if run.log_file:
-            run.log_file.close()
+        release(run)                                              # the log, and the folder's lock
     if run.tc.quiet:
         report.summary(run, status)
     if status == "done" and run.master and run.tc.sample_tokens > 0:

@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
@@ -266,6 +267,69 @@ def test_the_native_export_for_the_harness_needs_lev_runs(made, tmp_path):
     refused(cmd(["evaluate.py", "--runs", made["run"], run_dir, "--dataset", made["data"], "--tasks", "hellaswag",
                  "--tasks-export", "native"]), "--tasks-export native", "emb=tied", "--tasks-export plain")
     assert not os.path.exists(os.path.join(run_dir, "hf_lev"))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# One run folder, one writer, one dataset
+
+def stopped_run(made, tmp_path, data=None):
+    """A run stopped after one of its two steps (--stop-at=1): a checkpoint that --resume continues."""
+    run_dir = str(tmp_path / "r")
+    p = cmd(["train.py", "--dataset", data or made["data"], "--out-dir", run_dir, *TINY, "--stop-at=1"])
+    assert p.returncode == 3, p.stderr[-2000:]
+    return run_dir
+
+
+@pytest.mark.slow
+def test_resume_refuses_a_dataset_prepared_from_other_text(made, tmp_path):
+    data = copy(made, tmp_path, "data")
+    run_dir = stopped_run(made, tmp_path, data)
+    (tmp_path / "other.txt").write_text("Other words entirely, not Python's documentation.\n" * 3000)
+    shutil.rmtree(data)
+    cmd(["data/prepare.py", "text", "--input", str(tmp_path / "other.txt"), "--tokenizer", "byte", "--out-dir", data],
+        ok=True)
+    refused(cmd(["train.py", "--out-dir", run_dir, "--resume"]), "dataset changed", "train_tokens", data)
+
+
+def running(made, run_dir, *flags):
+    """A training run in the background, once it holds its folder (its log exists) and has saved (ckpt.pt)."""
+    p = subprocess.Popen([sys.executable, "train.py", "--dataset", made["data"], "--out-dir", run_dir, *TINY,
+                          "--max-iters=100000", "--eval-interval=1", *flags], cwd=ROOT, stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if os.path.exists(os.path.join(run_dir, "ckpt.pt")) or p.poll() is not None:
+            break
+        time.sleep(0.1)
+    assert p.poll() is None, p.stderr.read()[-2000:]
+    return p
+
+
+@pytest.mark.slow
+def test_a_run_folder_has_one_writer_and_a_killed_one_leaves_no_lock(made, tmp_path):
+    run_dir = str(tmp_path / "r")
+    first = running(made, run_dir)
+    try:
+        refused(cmd(["train.py", "--out-dir", run_dir, "--resume"]), run_dir, f"pid {first.pid}", "still going")
+        refused(cmd(["train.py", "--dataset", made["data"], "--out-dir", run_dir, *TINY, "--emb=tied", "--overwrite"]),
+                f"pid {first.pid}")
+    finally:
+        first.kill()                                                 # SIGKILL: no handler, no clean-up
+        first.communicate()
+    p = cmd(["train.py", "--out-dir", run_dir, "--resume", "--max-iters=1"])
+    assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+
+
+@pytest.mark.slow
+def test_resume_writes_nothing_before_every_file_it_writes_can_be_written(made, tmp_path):
+    run_dir = stopped_run(made, tmp_path)
+    with open(os.path.join(run_dir, "log.jsonl"), "a") as f:        # logged after the checkpoint, then killed:
+        f.write(json.dumps(dict(event="train", step=2, loss=1.0)) + "\n")   # what a resume drops from the log
+    log = open(os.path.join(run_dir, "log.jsonl")).read()
+    os.remove(os.path.join(run_dir, "config.json"))
+    os.makedirs(os.path.join(run_dir, "config.json"))                # a folder where config.json is written
+    refused(cmd(["train.py", "--out-dir", run_dir, "--resume"]), "cannot write", "config.json")
+    assert open(os.path.join(run_dir, "log.jsonl")).read() == log     # the log as it was
+    assert torch.load(os.path.join(run_dir, "ckpt.pt"), weights_only=True)["step"] == 1
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -416,3 +416,22 @@ def test_a_bad_rate_flag_is_a_sentence(flags, says, capsys):
     with pytest.raises(SystemExit) as e:
         train.parse_args(flags)
     assert e.value.code == 2 and says in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("source, inputs", [
+    ({"kind": "text", "files": [{"sha256": "a"}], "val_files": [{"sha256": "b"}]}, ["a", "b"]),
+    ({"kind": "pydoc_data.topics", "sha256": "c"}, ["c"]),
+    ("the Pile's shards, streamed", []),                               # a source said in a sentence
+    (None, [])])
+def test_a_checkpoint_records_its_dataset_whatever_its_source(source, inputs):
+    """run_control.dataset_of (what --resume compares) reads meta.json's source in every form data/prepare.py has
+    written, and check_same_dataset names what changed."""
+    from types import SimpleNamespace
+    from training.run_control import check_same_dataset, dataset_of
+    data = SimpleNamespace(meta={"source": source}, path="d", tokenizer_name="byte", num_tokens=lambda s: len(s))
+    rec = dataset_of(data)
+    assert rec == dict(path="d", tokenizer="byte", train_tokens=5, val_tokens=3, inputs=inputs)
+    check_same_dataset({"dataset": rec}, data, "ckpt.pt")              # the same data: no complaint
+    other = SimpleNamespace(**{**vars(data), "num_tokens": lambda s: 7})
+    with pytest.raises(ValueError, match="dataset changed.*train_tokens 5 .* -> 7"):
+        check_same_dataset({"dataset": rec}, other, "ckpt.pt")

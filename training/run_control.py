@@ -5,12 +5,16 @@ The guarantees train.py keeps, each checked before anything is written:
 - a fresh run never lands in a folder that holds a run (--overwrite starts over there, --resume continues it);
 - --resume continues exactly: the checkpoint's config is the base, and a flag that would change what the run sees
   (its batches, its validation windows: SEES), the architecture or the tokenizer is refused, naming both values;
+- --resume refuses a dataset that changed since the checkpoint (other input files, other token counts);
+- one run folder has one writer: a second process is refused while the first lives (an flock the kernel drops when
+  its holder dies, however it dies, so a killed run leaves no stuck lock);
 - a resumed log holds each step once; a save cut off by a kill leaves the previous checkpoint and no temporary file;
 - Ctrl-C or SIGTERM saves and stops at the end of the step; the exit code says how the run ended (EXIT_CODES).
 """
 import json
 import os
 import signal
+import socket
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -27,6 +31,7 @@ from util.cli import flatten, pick
 SEES = ("dataset", "data_root", "batch_size", "grad_accum", "seed", "eval_iters")
 # the exit status of each ending (README, "Quick start, in detail"): a run that stopped before its last step exits
 # non-zero after saving, so `train.py ... && evaluate.py ...` never scores a half-trained run; 2 is a bad flag
+LOCK = ".writer"     # the run folder's lock file (held with flock while a process writes the folder)
 EXIT_CODES = {"done": 0, "dry run": 0, "nan": 1, "paused": 3, "SIGINT": 128 + signal.SIGINT,
               "SIGTERM": 128 + signal.SIGTERM}
 
@@ -56,6 +61,7 @@ class Run:
     last_val: float = float("nan")
     log_file: Any = None
     stopped_by: str = ""          # the signal that interrupted the run ("SIGINT", "SIGTERM")
+    lock: Any = None              # the open lock file while this process writes out_dir (rank 0)
 
     master = property(lambda self: self.rank == 0)
     ckpt_path = property(lambda self: os.path.join(self.tc.out_dir, "ckpt.pt"))
@@ -78,6 +84,31 @@ def tokenizer_of(data) -> dict:
     return dict(name=data.tokenizer_name, vocab_size=data.vocab_size, meta=data.meta.get("tokenizer_meta", {}))
 
 
+def dataset_of(data) -> dict:
+    """What a checkpoint records of its training data, to tell a changed dataset on --resume: the tokenizer, each
+    split's token count and the sha256 of what it was prepared from (meta.json's input files, or its text)."""
+    source = data.meta.get("source")
+    source = source if isinstance(source, dict) else {}                # older and streamed datasets: a sentence
+    listed = [f for f in source.get("files", []) + source.get("val_files", []) if isinstance(f, dict)]
+    inputs = [f.get("sha256") for f in listed] or ([source["sha256"]] if source.get("sha256") else [])
+    return dict(path=data.path, tokenizer=data.tokenizer_name, train_tokens=data.num_tokens("train"),
+                val_tokens=data.num_tokens("val"), inputs=inputs)
+
+
+def check_same_dataset(ckpt: dict, data, path: str):
+    """--resume refuses a dataset whose tokens or inputs differ from those the checkpoint trained on, naming both
+    (checkpoints written before datasets were recorded are not checked)."""
+    saved, now = ckpt.get("dataset"), dataset_of(data)
+    if not saved:
+        return
+    keys = ("tokenizer", "train_tokens", "val_tokens", "inputs")
+    diffs = [f"{k} {saved.get(k)!r} (the checkpoint's) -> {now[k]!r}" for k in keys if saved.get(k) != now[k]]
+    if diffs:
+        raise ValueError(f"cannot resume {path}: its dataset changed since the checkpoint ({saved.get('path')} then, "
+                         f"{now['path']} now: {'; '.join(diffs)}). Resume with the data it trained on (prepare it "
+                         f"again from the same files), or start a new run in another --out-dir.")
+
+
 # ----------------------------------------------------------------------------------------------------
 # Before anything is written: the run's folder, and what --resume continues
 
@@ -90,7 +121,9 @@ def resume_point(train_config, args, given: set, world: int):
     check_out_dir(tc, given)
     if not tc.resume:
         return tc, None
+    stat = file_stat(os.path.join(tc.out_dir, "ckpt.pt"))            # before reading: a later save changes it
     ckpt = checkpoint.load(os.path.join(tc.out_dir, "ckpt.pt"), fields=checkpoint.RUN_FIELDS)
+    ckpt["file_stat"] = stat
     saved = {**ckpt["train_args"], **flatten(GPTConfig, ckpt["model_args"])}
     saved = {RENAMED.get(k, k): v for k, v in saved.items()}           # a checkpoint written before the rename
     check_same_view(saved, args, given, world, ckpt, os.path.join(tc.out_dir, "ckpt.pt"))
@@ -154,25 +187,98 @@ def val_windows(data, tc, mc: GPTConfig, world: int):
 # ----------------------------------------------------------------------------------------------------
 # The run's folder: config.json, the log, checkpoints
 
-def start_run_dir(run: Run, resumed: bool):
-    """Make out_dir ready for this run (rank 0): remove temporaries a killed save left; a resumed run's log keeps each
-    step once, a fresh run (--overwrite) drops the old checkpoint; write config.json; open log.jsonl."""
+def start_run_dir(run: Run, resumed: bool, ckpt_stat=None):
+    """Make out_dir ready for this run (rank 0), every check done before: take the folder's lock (one writer); remove
+    temporaries a killed save left; write config.json; then a resumed run's log keeps each step once, a fresh run
+    (--overwrite) drops the old checkpoint; open log.jsonl. ckpt_stat: the resumed checkpoint's (size, mtime) when
+    it was read, so that a checkpoint another process wrote since is not continued from a stale copy."""
     tc = run.tc
     if not run.master:
         return
     os.makedirs(tc.out_dir, exist_ok=True)
+    run.lock = lock_run_dir(tc.out_dir)
+    try:
+        prepare_files(run, resumed, ckpt_stat)
+    except BaseException:
+        release(run)
+        raise
+
+
+def prepare_files(run: Run, resumed: bool, ckpt_stat):
+    tc = run.tc
+    if resumed and ckpt_stat != file_stat(run.ckpt_path):
+        raise RuntimeError(f"{run.ckpt_path} changed while this run started (another process saved it): run the "
+                           f"same command again to resume from the new checkpoint.")
+    if not resumed and not tc.overwrite and os.path.exists(run.ckpt_path):
+        raise RuntimeError(f"{tc.out_dir} now holds a run (its ckpt.pt, written while this one started): pass "
+                           f"--resume to continue it, or give another --out-dir.")
     for name in checkpoint.remove_stale_temporaries(tc.out_dir):
         run.say(f"note: removed {name}, a checkpoint save cut off by a killed process")
+    rates = rate_mults(run.raw_model, tc.emb_lr_mult, tc.codebook_lr_mult)
+    config = dict(train=asdict(tc), model=asdict(run.mc), tokenizer=run.tokenizer, dataset=run.data.path,
+                  params=run.raw_model.param_breakdown(), world_size=run.world, device=run.device, dtype=run.dtype,
+                  peak_lr={part: tc.lr * m for part, m in rates.items()})
+    write_atomically(os.path.join(tc.out_dir, "config.json"), json.dumps(config, indent=2))
     if resumed:
         keep_logged_steps(os.path.join(tc.out_dir, "log.jsonl"), run.step, evaluates_at(run.step, tc))
     elif os.path.exists(run.ckpt_path):
         os.remove(run.ckpt_path)                                  # --overwrite: the old run's weights go too
-    rates = rate_mults(run.raw_model, tc.emb_lr_mult, tc.codebook_lr_mult)
-    with open(os.path.join(tc.out_dir, "config.json"), "w") as f:
-        json.dump(dict(train=asdict(tc), model=asdict(run.mc), tokenizer=run.tokenizer, dataset=run.data.path,
-                       params=run.raw_model.param_breakdown(), world_size=run.world, device=run.device, dtype=run.dtype,
-                       peak_lr={part: tc.lr * m for part, m in rates.items()}), f, indent=2)
     run.log_file = open(os.path.join(tc.out_dir, "log.jsonl"), "a" if resumed else "w")  # one run's events
+
+
+def release(run: Run):
+    """Close the run's log and let go of its folder's lock (the end of a run, or a start that failed)."""
+    for f in (run.log_file, run.lock):
+        if f is not None:
+            f.close()
+    run.log_file = run.lock = None
+
+
+def file_stat(path: str):
+    """(size, mtime in ns) of a file, or None where there is none."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return st.st_size, st.st_mtime_ns
+
+
+def write_atomically(path: str, text: str):
+    """path's new text, written to a temporary file that then replaces it (a failed write leaves the old file)."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "w") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise OSError(f"cannot write {path} ({e.strerror or e}): it must be a file this user can write, on a disk "
+                      f"with room; nothing of the run was changed.") from None
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def lock_run_dir(path: str):
+    """An exclusive lock on path/LOCK (flock: the kernel drops it when this process ends, however it ends) -> the
+    open file, held while the run writes the folder; a folder another live process holds is refused, naming it."""
+    try:
+        import fcntl
+    except ImportError:                                                # no flock (Windows): no lock
+        return None
+    f = open(os.path.join(path, LOCK), "a+")
+    try:
+        fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.seek(0)
+        holder = f.read().strip() or "another process"
+        f.close()
+        raise RuntimeError(f"{path} is being written by a run that is still going ({holder}): wait for it to end, "
+                           f"stop it (Ctrl-C or SIGTERM saves it), or give this run another --out-dir.") from None
+    f.seek(0)
+    f.truncate()
+    f.write(f"pid {os.getpid()} on {socket.gethostname()}\n")
+    f.flush()
+    return f
 
 
 def evaluates_at(step: int, tc) -> bool:
@@ -212,7 +318,8 @@ def state(run: Run) -> dict:
     return dict(format=checkpoint.FORMAT, model=run.raw_model.state_dict(), optimizer=run.optimizer.state_dict(),
                 step=run.step, model_args=asdict(run.mc), train_args=asdict(run.tc), tokenizer=run.tokenizer,
                 rng=dict(torch=torch.get_rng_state(), cuda=torch.cuda.get_rng_state_all() if cuda else []),
-                best_val_loss=run.best_val, elapsed_s=run.elapsed, tokens_seen=run.tokens_seen, world_size=run.world)
+                best_val_loss=run.best_val, elapsed_s=run.elapsed, tokens_seen=run.tokens_seen, world_size=run.world,
+                dataset=dataset_of(run.data))
 
 
 def restore(run: Run, ckpt: dict):
