@@ -64,7 +64,7 @@ from fast import compile_model, head, head_kernel
 from fast.lev_fast import FastLEV, unique
 from lev import GPT2_VOCAB, LEV
 from model import EMB_CHOICES, GPT, GPTConfig
-from util import presets, runtime
+from util import files, presets, runtime
 from util.cli import checked, parse
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
@@ -123,6 +123,7 @@ class BenchConfig:
     seeds: list[int] = field(default_factory=lambda: [1, 2, 3])  # --curves: the seeds (train.py --seed)
     json: str = ""                # also write the results to this JSON file
     record: str = ""              # also write them as the benchmark record docs/performance/records/<record>.json
+    overwrite: bool = False       # let --json replace a file bench.py did not write (a training run's own: never)
                                   # (analysis/perf_records.py), which docs/performance.md is rendered from
     probe: str = ""               # internal: run one variant in this process and print its peak memory
 
@@ -156,6 +157,12 @@ def parse_args(argv=None) -> BenchConfig:
             perf_records.check_new(a.record)
         except ValueError as e:
             raise SystemExit(f"--record: {e}") from None
+    if a.json and not a.probe:
+        try:
+            files.check_output(a.json, "--json", "bench.py", lambda p: files.json_with(p, "config", "load_average"),
+                               a.overwrite)
+        except (OSError, ValueError) as e:
+            raise SystemExit(f"error: {e}") from None
     if a.tiny:
         a = replace(a, vocab_size=TINY_V, sample_tokens=min(a.sample_tokens, 8))
     device = runtime.pick_device(a.device)

@@ -63,7 +63,7 @@ from analysis.report import report, summary
 from data.loader import consumed_counts, open_dataset
 from data.tokenizers import get_tokenizer
 from fast import load_model as build_model
-from util import checkpoint, runtime
+from util import checkpoint, files, runtime
 from util.cli import checked, parse
 
 SEED_SUFFIX = re.compile(r"[_-](s|seed)\d+$")
@@ -104,6 +104,7 @@ class EvalConfig:
     plots: str = ""               # draw the figures (analysis/plots.py) into this folder ("" = none)
     json: str = ""                # where the result goes ("" = <first run>/eval.json)
     summary: str = ""             # also write the markdown results table (report.summary) to this file
+    overwrite: bool = False       # let --json / --summary replace a file evaluate.py did not write (a run's own: never)
     batch_size: int = 8           # windows per forward pass
     cache: bool = False           # keep each run's scores in <run>/eval_cache/ and reuse them while the checkpoint, the
                                   # windows, the options that change a score and the scoring code are unchanged
@@ -380,6 +381,15 @@ def write_json(result, path):
         json.dump(result, f, indent=1)
 
 
+def is_summary(path) -> bool:
+    """Whether path holds a results table that --summary wrote (report.summary's first row)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.readline().startswith("| arm | runs |")
+    except (OSError, UnicodeDecodeError):
+        return False
+
+
 def read_json(path):
     try:
         with open(path) as f:
@@ -583,12 +593,16 @@ def figures(result, out_dir, device="auto", say=print):
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
     a = parse_args(argv)
+    path = a.from_json or a.json or os.path.join(a.runs[0], "eval.json")
+    if not a.from_json:                                  # refused before minutes of scoring, not after
+        files.check_output(path, "--json", "evaluate.py", lambda p: files.json_with(p, "datasets"), a.overwrite)
+    if a.summary:
+        files.check_output(a.summary, "--summary", "evaluate.py", is_summary, a.overwrite)
     if a.from_json:
-        path, result = a.from_json, read_json(a.from_json)
+        result = read_json(a.from_json)
     else:
         result = evaluate(a)
         result["command"] = "python evaluate.py " + " ".join(argv)
-        path = a.json or os.path.join(a.runs[0], "eval.json")
         write_json(result, path)                         # before any figure: a failing plot cannot lose the evaluation
         print(f"wrote {path} (evaluation: {result['elapsed_s']} s)")
     print(report(result))

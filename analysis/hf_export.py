@@ -44,11 +44,14 @@ from util.cli import checked
 HAVE_TRANSFORMERS = importlib.util.find_spec("transformers") is not None   # found without importing it
 MIN_POSITIONS = 2048   # the longest input the export declares (see the docstring: beyond the trained context)
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16}
-# Files this script writes (and, with --overwrite, replaces); nothing else in dest is touched.
+# Files this script writes (and, with --overwrite, replaces: those its manifest lists); nothing else in dest is touched.
 SOURCE = "source.json"   # which checkpoint (path, sha256, step) and dtype wrote an export, its weights' sha256; last
 MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json", "README.md", SOURCE,
                "modeling_leviathan.py", "lev.py")   # the last two: the native export's code (hf_lev.write_code)
 GPT2_TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json")
+TOKENIZER_FILES = GPT2_TOKENIZER_FILES + ("tokenizer.json",)   # tiktoken exports write tokenizer.json
+MANIFEST = "export_files.json"   # written first (the names an export may write), rewritten last (those it wrote):
+                                 # how export.py knows a folder and its files as its own
 
 
 @dataclass
@@ -262,14 +265,43 @@ def is_export_of(dest: str, ckpt_path: str, dtype: str = None, keep_lev: bool = 
             and src.get("keep_lev", False) == keep_lev)
 
 
+def own_files(dest: str):
+    """The files of dest that export.py wrote: its manifest's list; for an export written before manifests (one with
+    a readable source.json), the names an export writes; None where dest is no export."""
+    try:
+        with open(os.path.join(dest, MANIFEST)) as f:
+            listed = json.load(f)["files"]
+        return [f for f in listed if f in MODEL_FILES + TOKENIZER_FILES + (MANIFEST,)]
+    except (OSError, ValueError, KeyError, TypeError):
+        return list(MODEL_FILES + TOKENIZER_FILES) if export_source(dest) is not None else None
+
+
+def write_manifest(dest: str, names):
+    write_json(os.path.join(dest, MANIFEST), dict(written_by="export.py", files=sorted(set(names) | {MANIFEST})))
+
+
 def prepare_dest(ec: ExportConfig, ckpt_path: str):
+    """Refuse a --dest that is a run's folder (or a link to one), a file, or a folder holding files of the names an
+    export writes that no export wrote; remove an earlier export's own files (needs --overwrite unless it is this
+    checkpoint's); then the manifest, before any other file."""
     if os.path.abspath(ec.dest) == os.path.abspath(ec.out_dir):
         raise ValueError(f"--dest must not be the run directory {ec.out_dir} (its config.json would be "
                          f"overwritten); leave --dest empty for {os.path.join(ec.out_dir, 'hf')}.")
+    real = os.path.realpath(ec.dest)
+    if real == os.path.realpath(ec.out_dir) or os.path.exists(os.path.join(real, "ckpt.pt")):
+        link = " (through a link)" if real != os.path.abspath(ec.dest) else ""
+        raise ValueError(f"--dest {ec.dest} is a training run's folder{link}: an export never writes into one; leave "
+                         f"--dest empty for {os.path.join(ec.out_dir, 'hf')}, or give another folder.")
     if os.path.exists(ec.dest) and not os.path.isdir(ec.dest):
         raise ValueError(f"--dest {ec.dest} is a file, where the export's folder belongs: give a folder name "
                          f"(it is created).")
-    ours = [f for f in MODEL_FILES + GPT2_TOKENIZER_FILES if os.path.exists(os.path.join(ec.dest, f))]
+    mine = own_files(ec.dest)
+    named = [f for f in MODEL_FILES + TOKENIZER_FILES if os.path.exists(os.path.join(ec.dest, f))]
+    if mine is None and named:
+        raise ValueError(f"{ec.dest} holds files that export.py did not write ({', '.join(named)}): an export goes into "
+                         f"a new or empty folder, or one an export wrote; give another --dest (--overwrite replaces "
+                         f"only an export's own files).")
+    ours = [f for f in mine or [] if os.path.exists(os.path.join(ec.dest, f)) and f != MANIFEST]
     if ours and not ec.overwrite and not is_export_of(ec.dest, ckpt_path, ec.dtype, ec.keep_lev):
         src = export_source(ec.dest)
         kind = lambda native: "native (--keep-lev)" if native else "plain"
@@ -282,6 +314,7 @@ def prepare_dest(ec: ExportConfig, ckpt_path: str):
     for f in ours:                                   # a stale tokenizer must not outlive its model
         os.remove(os.path.join(ec.dest, f))
     os.makedirs(ec.dest, exist_ok=True)
+    write_manifest(ec.dest, MODEL_FILES + TOKENIZER_FILES)          # first: a cut-off export is still known as one
 
 
 # ----------------------------------------------------------------------------------------------------
@@ -361,6 +394,7 @@ def export(ec: ExportConfig) -> dict:
                dict(checkpoint=os.path.abspath(ckpt_path), sha256=files.sha256(ckpt_path), step=ckpt["step"],
                     dtype=ec.dtype, weights_sha256=files.sha256(os.path.join(ec.dest, "model.safetensors")),
                     **({"keep_lev": True} if ec.keep_lev else {})))
+    write_manifest(ec.dest, [f for f in MODEL_FILES + TOKENIZER_FILES if os.path.exists(os.path.join(ec.dest, f))])
     n_params = (sum(t.numel() for t in sd.values() if t.is_floating_point())      # not LEV's id permutation
                 - (sd["lm_head.weight"].numel() if config["tie_word_embeddings"] else 0))
     print(f"exported {ec.out_dir} (emb={model.cfg.emb}, step {ckpt['step']}) to {ec.dest}: "

@@ -148,6 +148,7 @@ def prepare(name, pieces, out_dir, tokenizer, source, *, val_pieces=None, worker
 
     max_tokens caps the train split (the input is read only as far as needed), max_val_tokens the val
     split. replace=False keeps an out_dir that another process finished first (ensure_dataset)."""
+    check_out_dir(out_dir)
     tmp_dir = f"{out_dir.rstrip('/')}.tmp-{os.getpid()}"
     for kind in ("tmp", "old"):                       # <out>.tmp-<pid>, <out>.old-<pid> of a killed preparation
         for left in files.remove_leftovers(f"{glob.escape(out_dir.rstrip('/'))}.{kind}-*"):
@@ -210,6 +211,31 @@ def tokenize_into(tmp_dir, name, pieces, val_pieces, tokenizer, workers, shard_t
     for w in writers.values():
         w.close()
     return writers, docs
+
+
+def dataset_files(out_dir) -> set:
+    """A prepared dataset's own files in out_dir: meta.json and the shards and counts it names (none without it)."""
+    try:
+        with open(os.path.join(out_dir, "meta.json")) as f:
+            meta = json.load(f)
+        return {"meta.json", meta.get("counts", "train_counts.npy"), *meta["train_shards"], *meta["val_shards"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return set()
+
+
+def check_out_dir(out_dir):
+    """Refuse, before any tokenizing, an --out-dir that holds anything but a prepared dataset's own files (a run, a
+    user's notes, the input itself): preparing replaces only those, so a dataset folder is never a run's."""
+    if not os.path.exists(out_dir):
+        return
+    if not os.path.isdir(out_dir):
+        raise NotADirectoryError(f"--out-dir {out_dir} is a file, where the dataset's folder belongs: give a folder "
+                                 f"name (it is created).")
+    others = sorted(set(os.listdir(out_dir)) - dataset_files(out_dir))
+    if others:
+        shown = ", ".join(others[:4]) + (f" and {len(others) - 4} more" if len(others) > 4 else "")
+        raise FileExistsError(f"{out_dir} holds files that are not a prepared dataset's ({shown}): preparing replaces "
+                              f"only a dataset's own files; give a new or empty --out-dir, or move those files out.")
 
 
 def publish(tmp_dir, out_dir, replace):

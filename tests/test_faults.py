@@ -333,6 +333,69 @@ def test_resume_writes_nothing_before_every_file_it_writes_can_be_written(made, 
 
 
 # ---------------------------------------------------------------------------------------------------------------
+# No command writes over a file it did not make
+
+def snapshot(folder):
+    return {f: open(os.path.join(folder, f), "rb").read() for f in sorted(os.listdir(folder))
+            if os.path.isfile(os.path.join(folder, f))}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("case", ["evaluate --json ckpt", "evaluate --summary log", "bench --json ckpt",
+                                  "evaluate --json a user's file"])
+def test_an_output_flag_never_writes_over_a_runs_files_or_a_users(made, tmp_path, case):
+    run_dir = copy(made, tmp_path)
+    (tmp_path / "notes.json").write_text('{"mine": true}')
+    target = {"ckpt": os.path.join(run_dir, "ckpt.pt"), "log": os.path.join(run_dir, "log.jsonl"),
+              "file": str(tmp_path / "notes.json")}[case.split()[-1]]
+    before, notes = snapshot(run_dir), (tmp_path / "notes.json").read_text()
+    flag = case.split()[1]
+    argv = (["bench.py", "--tiny", "--reps", "1", "--sections", "lev", "--memory", "none", flag, target]
+            if case.startswith("bench") else ["evaluate.py", "--runs", run_dir, "--dataset", made["data"], flag, target])
+    refused(cmd(argv), flag, target, *(["--overwrite"] if case.endswith("file") else ["run's own file"]))
+    assert snapshot(run_dir) == before and (tmp_path / "notes.json").read_text() == notes
+    if case.endswith("file"):                                     # told to, it replaces the user's file
+        cmd(argv + ["--overwrite"], ok=True)
+        assert "datasets" in json.load(open(target))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dest", ["the project's root", "a link to a run folder"])
+def test_export_overwrite_never_touches_what_no_export_wrote(made, tmp_path, dest):
+    run_dir, other = copy(made, tmp_path), str(tmp_path / "other_run")
+    shutil.copytree(made["run"], other)
+    if dest == "a link to a run folder":
+        folder = str(tmp_path / "link")
+        os.symlink(other, folder)
+        words = ["training run's folder", "through a link"]
+    else:
+        folder = str(tmp_path / "project")
+        os.makedirs(folder)
+        for f in ("README.md", "lev.py", "config.json"):
+            open(os.path.join(folder, f), "w").write(f"the user's {f}\n")
+        words = ["did not write", "README.md"]
+    before = snapshot(folder)
+    refused(cmd(["export.py", "--out-dir", run_dir, "--dest", folder, "--check=False", "--overwrite"]), *words)
+    assert snapshot(folder) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["a user's notes", "a run", "the input itself"])
+def test_prepare_never_deletes_other_files_in_its_folder(made, tmp_path, what):
+    folder = copy(made, tmp_path, "run") if what == "a run" else copy(made, tmp_path, "data")
+    (tmp_path / "text.txt").write_text("Some words to tokenize, again and again.\n" * 500)
+    inputs = str(tmp_path / "text.txt")
+    if what == "a user's notes":
+        open(os.path.join(folder, "notes.txt"), "w").write("mine")
+    elif what == "the input itself":
+        inputs = shutil.copy(inputs, os.path.join(folder, "text.txt"))
+    before = snapshot(folder)
+    refused(cmd(["data/prepare.py", "text", "--input", inputs, "--tokenizer", "byte", "--out-dir", folder]),
+            folder, "not a prepared dataset's")
+    assert snapshot(folder) == before
+
+
+# ---------------------------------------------------------------------------------------------------------------
 # Exports
 
 @pytest.mark.slow

@@ -1,7 +1,9 @@
-"""Files: digests (which bytes a result was made from: the texts a dataset read, the checkpoint an export holds), and
-the leftovers of processes killed mid-write (temporary files and folders named with the writer's process id)."""
+"""Files: digests (which bytes a result was made from: the texts a dataset read, the checkpoint an export holds), the
+leftovers of processes killed mid-write (temporary files and folders named with the writer's process id), and the
+check that a command's output never lands on a file it did not make (check_output)."""
 import glob
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -37,3 +39,38 @@ def remove_leftovers(pattern: str) -> list:
             shutil.rmtree(path) if os.path.isdir(path) and not os.path.islink(path) else os.remove(path)
             gone.append(path)
     return gone
+
+
+RUN_FILES = ("ckpt.pt", "config.json", "log.jsonl")   # a training run's own files (train.py writes them)
+
+
+def is_run_file(path: str) -> bool:
+    """Whether path is a training run's checkpoint, config or log: a RUN_FILES name beside a ckpt.pt."""
+    folder, name = os.path.split(os.path.abspath(path))
+    return name in RUN_FILES and os.path.exists(os.path.join(folder, "ckpt.pt"))
+
+
+def check_output(path: str, flag: str, command: str, ours, overwrite: bool = False):
+    """Refuse, before any work, to write a command's output (the path given by flag) over a file it did not make: a
+    training run's own files never, a file ours(path) does not recognise as this command's output only with
+    overwrite. A missing path (or one this command wrote before) passes."""
+    if not os.path.lexists(path):
+        return
+    if os.path.isdir(path):
+        raise IsADirectoryError(f"{flag} {path} is a folder, where {command} writes a file: give a file's name.")
+    if is_run_file(path):
+        raise ValueError(f"{flag} {path} is a training run's own file ({os.path.basename(path)}, beside its ckpt.pt): "
+                         f"{command} never writes over it; give another path.")
+    if not overwrite and not ours(path):
+        raise ValueError(f"{flag} {path} exists and was not written by {command}: give another path, or --overwrite "
+                         f"to replace it.")
+
+
+def json_with(path: str, *keys) -> bool:
+    """Whether path holds a JSON object with these keys (how a command knows a file it wrote)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            obj = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(obj, dict) and all(k in obj for k in keys)
