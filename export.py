@@ -28,3 +28,6 @@ if __name__ == "__main__":
         main()
     except (OSError, ImportError, RuntimeError, ValueError) as e:
         sys.exit(f"error: {e}")
+    except KeyboardInterrupt:                          # Ctrl-C: one line, exit 130 (128 + SIGINT), no traceback
+        print("interrupted (Ctrl-C): the export's files written so far were removed.", file=sys.stderr)
+        sys.exit(130)

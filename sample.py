@@ -99,3 +99,6 @@ if __name__ == "__main__":
         main()
     except (OSError, RuntimeError, ValueError, FloatingPointError) as e:
         sys.exit(f"error: {e}")
+    except KeyboardInterrupt:                          # Ctrl-C: one line, exit 130 (128 + SIGINT), no traceback
+        print("interrupted (Ctrl-C).", file=sys.stderr)
+        sys.exit(130)

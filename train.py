@@ -265,3 +265,6 @@ if __name__ == "__main__":
         sys.exit(exit_code(result["status"], result.get("signal", "")))
     except (OSError, RuntimeError, ValueError) as e:    # foreseeable mistakes: one sentence, no traceback
         sys.exit(f"error: {e}")
+    except KeyboardInterrupt:                           # Ctrl-C before the loop (the loop itself saves and stops)
+        print("interrupted (Ctrl-C) while starting, before the first step: nothing was trained.", file=sys.stderr)
+        sys.exit(exit_code("interrupted", "SIGINT"))

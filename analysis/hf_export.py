@@ -355,8 +355,6 @@ def check_export(model, dest: str, n_seqs: int = 2, seed: int = 0) -> dict:
 
 def export(ec: ExportConfig) -> dict:
     """Write the export of ec.out_dir to ec.dest (and check it when ec.check). -> a summary dict."""
-    from safetensors.torch import save_file
-
     from data.tokenizers import get_tokenizer
     ckpt = checkpoint.load(os.path.join(ec.out_dir, "ckpt.pt"))
     if ec.keep_lev and ckpt["model_args"]["emb"] != "lev":
@@ -374,27 +372,15 @@ def export(ec: ExportConfig) -> dict:
         raise ValueError(f"tokenizer {tok.name} has {tok.vocab_size} ids but the model was built for "
                          f"{model.cfg.vocab_size}: the checkpoint is inconsistent.")
     sd, config = to_llama(model, eot_id=tok.eot_id, dtype=ec.dtype, keep_lev=ec.keep_lev)
-    save_file(sd, os.path.join(ec.dest, "model.safetensors"), metadata={"format": "pt"})
-    if ec.keep_lev:
-        from analysis.hf_lev import write_code
-        write_code(ec.dest)                                         # modeling_leviathan.py and lev.py
-    write_json(os.path.join(ec.dest, "config.json"), config)
-    write_json(os.path.join(ec.dest, "generation_config.json"),
-               dict(bos_token_id=tok.eot_id, eos_token_id=tok.eot_id))
-    note = None
-    if tok.name == "gpt2":
-        write_gpt2_tokenizer(ec.dest, max(model.cfg.block_size, MIN_POSITIONS))
-    elif tok.name in ("cl100k_base", "o200k_base") and HAVE_TRANSFORMERS:
-        write_tiktoken_tokenizer(ec.dest, tok.name, max(model.cfg.block_size, MIN_POSITIONS))
-    else:
-        note = tokenizer_note(tok.name, tok.eot_id)
-    write_readme(ec.dest, ckpt, ec, config, tok.name, note)
-    ckpt_path = os.path.join(ec.out_dir, "ckpt.pt")
-    write_json(os.path.join(ec.dest, SOURCE),                       # last: the export is whole once this is there
-               dict(checkpoint=os.path.abspath(ckpt_path), sha256=files.sha256(ckpt_path), step=ckpt["step"],
-                    dtype=ec.dtype, weights_sha256=files.sha256(os.path.join(ec.dest, "model.safetensors")),
-                    **({"keep_lev": True} if ec.keep_lev else {})))
-    write_manifest(ec.dest, [f for f in MODEL_FILES + TOKENIZER_FILES if os.path.exists(os.path.join(ec.dest, f))])
+    try:
+        note = write_files(ec, ckpt, tok, sd, config)
+    except BaseException:                  # an error, a full disk or Ctrl-C: nothing half-written is left behind
+        for f in MODEL_FILES + TOKENIZER_FILES + (MANIFEST,):
+            if os.path.exists(os.path.join(ec.dest, f)):
+                os.remove(os.path.join(ec.dest, f))
+        if not os.listdir(ec.dest):
+            os.rmdir(ec.dest)
+        raise
     n_params = (sum(t.numel() for t in sd.values() if t.is_floating_point())      # not LEV's id permutation
                 - (sd["lm_head.weight"].numel() if config["tie_word_embeddings"] else 0))
     print(f"exported {ec.out_dir} (emb={model.cfg.emb}, step {ckpt['step']}) to {ec.dest}: "
@@ -413,3 +399,32 @@ def export(ec: ExportConfig) -> dict:
                                f"please report it with `pip show transformers`.")
         result |= res
     return result
+
+
+def write_files(ec: ExportConfig, ckpt: dict, tok, sd: dict, config: dict):
+    """The export's files into ec.dest (its manifest already there), source.json and the final manifest last.
+    -> the tokenizer's note (None where the export carries a tokenizer)."""
+    from safetensors.torch import save_file
+    max_positions = max(ckpt["model_args"]["block_size"], MIN_POSITIONS)
+    save_file(sd, os.path.join(ec.dest, "model.safetensors"), metadata={"format": "pt"})
+    if ec.keep_lev:
+        from analysis.hf_lev import write_code
+        write_code(ec.dest)                                         # modeling_leviathan.py and lev.py
+    write_json(os.path.join(ec.dest, "config.json"), config)
+    write_json(os.path.join(ec.dest, "generation_config.json"),
+               dict(bos_token_id=tok.eot_id, eos_token_id=tok.eot_id))
+    note = None
+    if tok.name == "gpt2":
+        write_gpt2_tokenizer(ec.dest, max_positions)
+    elif tok.name in ("cl100k_base", "o200k_base") and HAVE_TRANSFORMERS:
+        write_tiktoken_tokenizer(ec.dest, tok.name, max_positions)
+    else:
+        note = tokenizer_note(tok.name, tok.eot_id)
+    write_readme(ec.dest, ckpt, ec, config, tok.name, note)
+    ckpt_path = os.path.join(ec.out_dir, "ckpt.pt")
+    write_json(os.path.join(ec.dest, SOURCE),                       # last: the export is whole once this is there
+               dict(checkpoint=os.path.abspath(ckpt_path), sha256=files.sha256(ckpt_path), step=ckpt["step"],
+                    dtype=ec.dtype, weights_sha256=files.sha256(os.path.join(ec.dest, "model.safetensors")),
+                    **({"keep_lev": True} if ec.keep_lev else {})))
+    write_manifest(ec.dest, [f for f in MODEL_FILES + TOKENIZER_FILES if os.path.exists(os.path.join(ec.dest, f))])
+    return note

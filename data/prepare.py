@@ -380,3 +380,6 @@ if __name__ == "__main__":
         main()
     except (OSError, ValueError, ImportError, RuntimeError) as e:
         sys.exit(f"error: {e}")
+    except KeyboardInterrupt:                          # Ctrl-C: one line, exit 130 (128 + SIGINT), no traceback
+        print("interrupted (Ctrl-C): the partial dataset was removed; --out-dir is as it was.", file=sys.stderr)
+        sys.exit(130)

@@ -5,6 +5,7 @@ leftovers, exports, and what no command may change without being told."""
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -81,6 +82,12 @@ def refused(p, *words):
     ("--min-lr-ratio=5", "must be <= 1"),
     ("--emb-lr-mult=0", "must be > 0"),
     ("--codebook-lr-mult=-2", "must be >= 0"),
+    ("--beta1=1.5", "must be < 1"),                       # every number's range, checked before the model is built
+    ("--beta2=1.0", "must be < 1"),
+    ("--mlp-hidden=-5", "must be >= 0"),
+    ("--rope-base=0", "must be > 0"),                     # a model non-finite at step 0 is no run
+    ("--lev-temperature=0", "must be > 0"),
+    ("--save-interval=-1", "must be >= 0"),
 ])
 def test_a_bad_flag_is_refused_before_the_run_folder_is_touched(made, tmp_path, flag, says):
     run_dir = copy(made, tmp_path)
@@ -267,6 +274,34 @@ def test_the_native_export_for_the_harness_needs_lev_runs(made, tmp_path):
     refused(cmd(["evaluate.py", "--runs", made["run"], run_dir, "--dataset", made["data"], "--tasks", "hellaswag",
                  "--tasks-export", "native"]), "--tasks-export native", "emb=tied", "--tasks-export plain")
     assert not os.path.exists(os.path.join(run_dir, "hf_lev"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_is_one_line_without_a_traceback(made):
+    p = subprocess.Popen([sys.executable, "sample.py", "--out-dir", made["run"], "--max-new-tokens=10000000",
+                          "--num-samples=1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    while not p.stderr.readline().startswith("#"):       # its header: generation starts
+        assert p.poll() is None
+    p.send_signal(signal.SIGINT)
+    err = p.communicate(timeout=60)[1]
+    assert p.returncode == 130 and "Traceback" not in err and err.strip() == "interrupted (Ctrl-C).", err[-2000:]
+
+
+@pytest.mark.slow
+def test_an_interrupted_export_leaves_nothing_and_the_next_one_needs_no_overwrite(made, tmp_path, monkeypatch):
+    import export
+    from analysis import hf_export
+    dest = str(tmp_path / "D")
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+    monkeypatch.setattr(hf_export, "write_readme", interrupted)      # Ctrl-C halfway through the files
+    with pytest.raises(KeyboardInterrupt):
+        export.main(["--out-dir", made["run"], "--dest", dest, "--check=False"])
+    assert not os.path.exists(dest)
+    monkeypatch.undo()
+    export.main(["--out-dir", made["run"], "--dest", dest, "--check=False"])
+    assert hf_export.is_export_of(dest, os.path.join(made["run"], "ckpt.pt"))
 
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -182,11 +182,14 @@ def test_flag_spellings_and_booleans():
     assert preset == "shakespeare" and args.n_embd == 384 and args.n_layer == 2   # flags beat presets
 
 
-def test_nan_stops_the_run_and_keeps_the_last_checkpoint(dataset, tmp_path):
+def test_nan_stops_the_run_and_keeps_the_last_checkpoint(dataset, tmp_path, capsys):
     run(dataset, tmp_path, "--emb", "tied", "--max-iters", "2", "--eval-interval", "2")
+    capsys.readouterr()
     res = run(dataset, tmp_path, "--resume", "--max-iters", "40", "--lr", "1e30", "--grad-clip", "0",
               "--warmup-iters", "0")
     assert res["status"] == "nan"
+    out, err = capsys.readouterr()
+    assert "stopping without saving" in err and "error:" in err and "stopping" not in out   # an error: on stderr
     assert checkpoint.load(os.path.join(tmp_path, "ckpt.pt"))["step"] == 2     # the last good one
     assert read_log(tmp_path, "nan")
 

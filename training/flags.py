@@ -16,7 +16,14 @@ CHECKS = dict(max_iters=checked(int, 0), stop_at=checked(int, 0), eval_interval=
               grad_accum=checked(int, 1), lr=checked(float, 0, exclusive=True), min_lr_ratio=checked(float, 0, maximum=1),
               warmup_iters=checked(int, 0), weight_decay=checked(float, 0), grad_clip=checked(float, 0),
               sample_tokens=checked(int, 0), seed=checked(int, 0), emb_lr_mult=checked(float, 0, exclusive=True),
-              codebook_lr_mult=checked(float, 0))
+              codebook_lr_mult=checked(float, 0), save_interval=checked(int, 0), beta1=checked(float, 0, below=1),
+              beta2=checked(float, 0, below=1),
+              # the model's numbers (GPTConfig, LEVConfig): a value that would make step 0 non-finite is no run
+              mlp_hidden=checked(int, 0), rope_base=checked(float, 0, exclusive=True), albert_dim=checked(int, 0),
+              input_rms=checked(float, 0, exclusive=True), emb_mlp_hidden=checked(int, 0),
+              lev_temperature=checked(float, 0, exclusive=True), lev_eps=checked(float, 0),
+              lev_ln_eps=checked(float, 0), lev_init_std=checked(float, 0, exclusive=True),
+              lev_delta_std=checked(float, 0))
 CODEBOOK_ARMS = ("lev", "factorized_mlp")     # the input maps with digit codebooks (--codebook-lr-mult)
 RENAMED = dict(lev_lr_mult="emb_lr_mult", lev_weight_decay="emb_weight_decay")   # an old field -> its name now
 

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import socket
+import sys
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -382,8 +383,10 @@ def stop_early(run: Run, stop: StopFlag) -> str:
 
 
 def non_finite(run: Run, which: str, value: float) -> str:
-    run.say(f"step {run.step}: the {which} loss is {value}; stopping without saving. The last good checkpoint is "
-            f"{run.ckpt_path} (if one was written). Try a lower --lr or --grad-clip.", important=True)
+    """The loop's end at a NaN or inf loss: said on stderr (an error: exit 1), logged, nothing saved."""
+    if run.master:
+        print(f"error: step {run.step}: the {which} loss is {value}; stopping without saving. The last good checkpoint "
+              f"is {run.ckpt_path} (if one was written). Try a lower --lr or --grad-clip.", file=sys.stderr, flush=True)
     run.log(event="nan", step=run.step, loss=which)
     return "nan"
 

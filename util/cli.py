@@ -42,9 +42,9 @@ def str2bool(s) -> bool:
     raise argparse.ArgumentTypeError(f"expected a boolean (True/False, 1/0, yes/no), got {s!r}")
 
 
-def checked(kind, minimum=None, exclusive=False, maximum=None):
-    """An argparse type that converts with `kind` and rejects values below (or at) `minimum`, above `maximum`, and
-    (floats) nan and inf."""
+def checked(kind, minimum=None, exclusive=False, maximum=None, below=None):
+    """An argparse type that converts with `kind` and rejects values below (or at) `minimum`, above `maximum`, at or
+    above `below`, and (floats) nan and inf."""
     def convert(s):
         try:
             v = kind(s)
@@ -56,6 +56,8 @@ def checked(kind, minimum=None, exclusive=False, maximum=None):
             raise argparse.ArgumentTypeError(f"must be {'>' if exclusive else '>='} {minimum}, got {s}")
         if maximum is not None and v > maximum:
             raise argparse.ArgumentTypeError(f"must be <= {maximum}, got {s}")
+        if below is not None and v >= below:
+            raise argparse.ArgumentTypeError(f"must be < {below}, got {s}")
         return v
     convert.__name__ = kind.__name__
     return convert
