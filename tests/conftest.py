@@ -46,7 +46,15 @@ def missing_extra(marker: str) -> bool:
     return importlib.util.find_spec(EXTRAS[marker][0]) is None
 
 
+# The longest tests (a minute or more on 2 cores, in turn) start first, so that the workers of pytest.ini's -n end
+# together instead of one waiting on the last of them.
+LONGEST = ("test_the_readmes_commands_for_the_quick_start_row_from_a_clean_checkout",
+           "test_a_tiny_reproduction_end_to_end", "test_dry_run_every_check_ok", "test_notebook_runs", "test_bench_runs_end_to_end", "test_bench_curves",
+           "test_each_axis_runs_tied_untied_lev_with_its_one_change")
+
+
 def pytest_collection_modifyitems(items):
+    items.sort(key=lambda item: getattr(item, "originalname", item.name) not in LONGEST)   # stable: the rest in order
     for item in items:
         if "cpp_kernels" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
