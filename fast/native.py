@@ -43,7 +43,7 @@ def load(source: str, required: bool = True, fallback: str = "the PyTorch path")
     """The compiled extension of ROOT/source (e.g. "lev_kernel.cpp"); None if it cannot be built and not required
     (after one warning that names the fallback), a RuntimeError that says what to install if required."""
     if source not in BUILT:
-        src = os.path.join(ROOT, source)
+        src = os.path.realpath(os.path.join(ROOT, source))                  # a linked source: its file's build
         # One build per CPU (-march=native) and per checkout: a build folder shared by two checkouts would be
         # rebuilt each time the other one loads it.
         name = f"{source.split('.')[0]}_{platform.machine()}_{zlib.crc32((cpu_flags() + src).encode()):08x}"
