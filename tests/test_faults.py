@@ -277,6 +277,21 @@ def test_the_native_export_for_the_harness_needs_lev_runs(made, tmp_path):
 
 
 @pytest.mark.slow
+def test_a_checkpoint_that_cannot_be_written_names_the_file_and_leaves_the_last_one(made, tmp_path):
+    """A file-size limit (as a full disk) during a save: one sentence naming the checkpoint, no temporary file left,
+    the previous checkpoint intact."""
+    import resource
+    run_dir = stopped_run(made, tmp_path)
+    before = open(os.path.join(run_dir, "ckpt.pt"), "rb").read()
+    limit = lambda: resource.setrlimit(resource.RLIMIT_FSIZE, (len(before) // 2, len(before) // 2))
+    p = subprocess.run([sys.executable, "train.py", "--out-dir", run_dir, "--resume"], cwd=ROOT, capture_output=True,
+                       text=True, timeout=300, preexec_fn=limit)
+    refused(p, "cannot write the checkpoint", os.path.join(run_dir, "ckpt.pt"))
+    assert open(os.path.join(run_dir, "ckpt.pt"), "rb").read() == before
+    assert not [f for f in os.listdir(run_dir) if ".tmp" in f]
+
+
+@pytest.mark.slow
 def test_ctrl_c_is_one_line_without_a_traceback(made):
     p = subprocess.Popen([sys.executable, "sample.py", "--out-dir", made["run"], "--max-new-tokens=10000000",
                           "--num-samples=1"], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

@@ -253,7 +253,7 @@ def write_atomically(path: str, text: str):
         os.replace(tmp, path)
     except OSError as e:
         raise OSError(f"cannot write {path} ({e.strerror or e}): it must be a file this user can write, on a disk "
-                      f"with room; nothing of the run was changed.") from None
+                      f"with room; {os.path.basename(path)} is as it was.") from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
@@ -307,10 +307,7 @@ def keep_logged_steps(path: str, step: int, evaluates: bool):
             s = e.get("step", 0) if isinstance(e, dict) else 0
             if s < step or (s == step and not (evaluates and e.get("event") == "eval")):
                 keep.append(line if line.endswith("\n") else line + "\n")
-    tmp = f"{path}.tmp.{os.getpid()}"
-    with open(tmp, "w") as f:
-        f.writelines(keep)
-    os.replace(tmp, path)
+    write_atomically(path, "".join(keep))
 
 
 def state(run: Run) -> dict:

@@ -25,7 +25,8 @@ FORMAT = 2   # 1: the files written before the format was recorded (they stored 
 
 
 def save(obj: dict, path: str):
-    """Write obj to path atomically (temporary file + fsync + rename)."""
+    """Write obj to path atomically (temporary file + fsync + rename). A write that fails (a full disk, a file-size
+    limit) is an OSError naming path and the cause; the previous checkpoint stays, and no temporary file."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     tmp = f"{path}.tmp.{os.getpid()}"
     try:
@@ -34,6 +35,10 @@ def save(obj: dict, path: str):
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+    except (OSError, RuntimeError) as e:        # torch.save reports a short write as "[enforce fail at ...]"
+        cause = e.strerror if isinstance(e, OSError) and e.strerror else "the write stopped short"
+        raise OSError(f"cannot write the checkpoint {path} ({cause}: a full disk, a file-size limit or a read-only "
+                      f"folder?); the previous checkpoint, if any, is intact. Free space and --resume.") from None
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
