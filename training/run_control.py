@@ -210,9 +210,7 @@ def prepare_files(run: Run, resumed: bool, ckpt_stat):
     if resumed and ckpt_stat != file_stat(run.ckpt_path):
         raise RuntimeError(f"{run.ckpt_path} changed while this run started (another process saved it): run the "
                            f"same command again to resume from the new checkpoint.")
-    if not resumed and not tc.overwrite and os.path.exists(run.ckpt_path):
-        raise RuntimeError(f"{tc.out_dir} now holds a run (its ckpt.pt, written while this one started): pass "
-                           f"--resume to continue it, or give another --out-dir.")
+    check_out_dir(tc, set())                                      # again, under the lock: a run started meanwhile
     for name in checkpoint.remove_stale_temporaries(tc.out_dir):
         run.say(f"note: removed {name}, a checkpoint save cut off by a killed process")
     rates = rate_mults(run.raw_model, tc.emb_lr_mult, tc.codebook_lr_mult)

@@ -36,6 +36,8 @@ def save(obj: dict, path: str):
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except (OSError, RuntimeError) as e:        # torch.save reports a short write as "[enforce fail at ...]"
+        if isinstance(e, RuntimeError) and "inline_container" not in str(e):
+            raise                                    # not a write that stopped short: torch's own error, as it is
         cause = e.strerror if isinstance(e, OSError) and e.strerror else "the write stopped short"
         raise OSError(f"cannot write the checkpoint {path} ({cause}: a full disk, a file-size limit or a read-only "
                       f"folder?); the previous checkpoint, if any, is intact. Free space and --resume.") from None
