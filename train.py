@@ -26,12 +26,13 @@ import torch
 import torch.distributed as dist
 
 from data.loader import open_dataset
+from data.shards import ShardChanged
 from fast import FAST, accelerate, compile_model
 from model import GPT, GPTConfig
 from training import flags, report
-from training.run_control import (Run, StopFlag, check_compatible, check_same_dataset, evaluates_at, exit_code,
-                                  non_finite, release, restore, resume_point, save, saves_at, start_run_dir, stop_early,
-                                  tokenizer_of, val_windows)
+from training.run_control import (Run, StopFlag, check_compatible, check_same_dataset, data_changed, evaluates_at,
+                                  exit_code, non_finite, release, restore, resume_point, save, saves_at, start_run_dir,
+                                  stop_early, tokenizer_of, val_windows)
 from util import runtime
 from util.cli import pick
 from util.presets import ADAMW, CPU, PRESETS
@@ -197,7 +198,8 @@ def evaluate(run: Run) -> float:
 # The loop.
 
 def train(run: Run) -> str:
-    """Evaluate every eval_interval steps (and save), step, log; -> "done", "paused", "interrupted" or "nan"."""
+    """Evaluate every eval_interval steps (and save), step, log; -> "done", "paused", "interrupted", "nan"
+    or "data changed"."""
     tc, stop = run.tc, StopFlag()
     window_start, window_time = run.step, 0.0
     peak = runtime.gpu_peak_flops(run.device)
@@ -214,7 +216,10 @@ def train(run: Run) -> str:
             if run.step >= tc.max_iters:
                 return "done"
             t0 = time.time()
-            lr, loss = lr_at(run.step, tc), train_step(run)
+            try:
+                lr, loss = lr_at(run.step, tc), train_step(run)
+            except ShardChanged as e:
+                return data_changed(run, e)                          # save the last step, say which shard
             run.last_loss = loss
             run.step += 1
             run.tokens_seen += run.tokens_per_step

@@ -1,4 +1,4 @@
-"""Reading a prepared dataset: memory-mapped shards, reproducible random batches, fixed eval windows.
+"""Reading a prepared dataset: token shards, reproducible random batches, fixed eval windows.
 
     python data/loader.py data/default          # summary, full id check, one decoded sample batch
     python data/loader.py data/pile --rows 4 --block-size 256 --check-ids=False
@@ -35,7 +35,7 @@ if __package__ in (None, ""):  # run as `python data/loader.py`: import the `dat
 
 import numpy as np
 
-from data.shards import read_shard
+from data.shards import identity, read_shard, read_window
 from data.tokenizers import NAMES, get_tokenizer
 
 SPLITS = {"train": 0, "val": 1}
@@ -105,9 +105,11 @@ class TokenData:
         self.tokenizer_name = self.meta["tokenizer"]
         total = self.meta["train_tokens"] + self.meta["val_tokens"]
         check = total < CHECK_IDS_BELOW if check_ids is None else check_ids
-        self.shards, self.offsets = {}, {}
+        self.shards, self.offsets, self.files = {}, {}, {}
         for split in SPLITS:
-            shards = [read_shard(os.path.join(path, f), self.vocab_size, check) for f in self.meta[f"{split}_shards"]]
+            files = [os.path.join(path, f) for f in self.meta[f"{split}_shards"]]
+            shards = [read_shard(f, self.vocab_size, check) for f in files]
+            self.files[split] = [(f, identity(f)) for f in files]  # what a window read checks is unchanged
             lengths = [len(s) for s in shards]
             if sum(lengths) != self.meta[f"{split}_tokens"]:
                 raise ValueError(f"The {split} shards in {path} hold {sum(lengths)} tokens, but meta.json says "
@@ -146,7 +148,8 @@ class TokenData:
 
     # ------------------------------------------------------------------------- windows
     def tokens(self, split, start, length):
-        """Stream positions [start, start + length) of a split, across shard boundaries: (length,) int64."""
+        """Stream positions [start, start + length) of a split, across shard boundaries: (length,) int64. Read from
+        the files (data/shards.read_window), so a shard changed under a running job is an error, not a crash."""
         offsets, shards = self.offsets[split], self.shards[split]
         if start < 0 or length < 1 or start + length > offsets[-1]:
             raise ValueError(f"Positions [{start}, {start + length}) are outside the {split} split "
@@ -155,7 +158,7 @@ class TokenData:
         parts, need = [], length
         while need > 0:
             a = start - offsets[i]
-            part = shards[i][a:a + need]
+            part = read_window(*self.files[split][i], shards[i].dtype, a, min(need, len(shards[i]) - a))
             parts.append(part)
             need -= len(part)
             start += len(part)

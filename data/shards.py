@@ -18,7 +18,9 @@ Layout (like llm.c's .bin files, plus the dtype and vocabulary size, so a reader
     body:   the tokens, uint16 or uint32, little-endian
 
 A shard is written to a temporary file and renamed into place, so a crash never leaves a half-written
-file under the final name; a file whose size does not match its header is rejected by read_shard.
+file under the final name; a file whose size does not match its header is rejected by read_shard. A job that
+reads windows with read_window notices a shard changed under it (truncated, rewritten, replaced): ShardChanged, a
+sentence naming the file, where a memory map would have ended the process with SIGBUS.
 """
 import os
 import sys
@@ -111,6 +113,38 @@ def read_shard(path, vocab_size=None, check_ids=True):
                              f"outside the vocabulary [0, {vocab_size}): the file is corrupt. "
                              f"Prepare the dataset again.")
     return tokens
+
+
+class ShardChanged(OSError):
+    """A shard's file changed (truncated, rewritten or replaced) while a job was reading it."""
+
+
+def identity(path):
+    """What tells a changed file: (inode, size, modification time in ns)."""
+    st = os.stat(path)
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def read_window(path, known, dtype, start, count):
+    """Tokens [start, start + count) of shard `path` as (count,) `dtype`, read with pread rather than through
+    the memory map, after checking the file is still the one opened (`known`, from identity): a shard truncated or
+    rewritten under a running job raises ShardChanged, where a memory map would die of SIGBUS or read new text."""
+    changed = (f"Shard {path} changed while this job was reading it (truncated, rewritten or replaced): "
+               f"put the dataset back as it was, or prepare it again and start a new run.")
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError as e:
+        raise ShardChanged(f"{changed} ({e.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if (st.st_ino, st.st_size, st.st_mtime_ns) != known:
+            raise ShardChanged(changed)
+        data = os.pread(fd, count * dtype.itemsize, HEADER_BYTES + start * dtype.itemsize)
+    finally:
+        os.close(fd)
+    if len(data) != count * dtype.itemsize:  # cut short between the check and the read
+        raise ShardChanged(changed)
+    return np.frombuffer(data, dtype=dtype)
 
 
 def first_out_of_range(tokens, vocab_size, chunk=1 << 24):

@@ -341,9 +341,9 @@ def test_resume_refuses_a_dataset_prepared_from_other_text(made, tmp_path):
     refused(cmd(["train.py", "--out-dir", run_dir, "--resume"]), "dataset changed", "train_tokens", data)
 
 
-def running(made, run_dir, *flags):
+def running(made, run_dir, *flags, data=None):
     """A training run in the background, once it holds its folder (its log exists) and has saved (ckpt.pt)."""
-    p = subprocess.Popen([sys.executable, "train.py", "--dataset", made["data"], "--out-dir", run_dir, *TINY,
+    p = subprocess.Popen([sys.executable, "train.py", "--dataset", data or made["data"], "--out-dir", run_dir, *TINY,
                           "--max-iters=100000", "--eval-interval=1", *flags], cwd=ROOT, stdout=subprocess.DEVNULL,
                          stderr=subprocess.PIPE, text=True)
     for _ in range(600):
@@ -367,6 +367,27 @@ def test_a_run_folder_has_one_writer_and_a_killed_one_leaves_no_lock(made, tmp_p
         first.communicate()
     p = cmd(["train.py", "--out-dir", run_dir, "--resume", "--max-iters=1"])
     assert p.returncode == 0 and "Traceback" not in p.stderr, p.stderr[-2000:]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["truncated", "rewritten"])
+def test_a_shard_changed_under_a_running_run_ends_it_in_a_sentence_after_saving(made, tmp_path, how):
+    from data.shards import HEADER_BYTES
+    data, run_dir = copy(made, tmp_path, "data"), str(tmp_path / "r")
+    shard = os.path.join(data, json.load(open(os.path.join(data, "meta.json")))["train_shards"][0])
+    p = running(made, run_dir, data=data)
+    if how == "truncated":                                       # a memory map dies of SIGBUS reading past the end
+        os.truncate(shard, HEADER_BYTES + 64)
+    else:                                                        # same size, other tokens: a memory map reads them
+        with open(shard, "r+b") as f:
+            f.seek(HEADER_BYTES)
+            f.write(bytes(os.path.getsize(shard) - HEADER_BYTES))
+    _, err = p.communicate(timeout=120)
+    line = refused(subprocess.CompletedProcess(p.args, p.returncode, "", err), shard, "changed while this job was "
+                   "reading it", "is saved in")
+    assert p.returncode == 1, err[-2000:]
+    step = int(line.split("step ")[1].split(":")[0])
+    assert torch.load(os.path.join(run_dir, "ckpt.pt"), weights_only=False)["step"] == step
 
 
 @pytest.mark.slow
@@ -442,6 +463,25 @@ def test_prepare_never_deletes_other_files_in_its_folder(made, tmp_path, what):
     before = snapshot(folder)
     refused(cmd(["data/prepare.py", "text", "--input", inputs, "--tokenizer", "byte", "--out-dir", folder]),
             folder, "not a prepared dataset's")
+    assert snapshot(folder) == before
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("what", ["a dataset", "an export's config", "another tool's log"])
+def test_a_run_never_writes_into_a_folder_of_other_files(made, tmp_path, what):
+    if what == "a dataset":
+        folder, words = copy(made, tmp_path, "data"), ["meta.json"]
+    else:
+        folder = str(tmp_path / "f")
+        os.makedirs(folder)
+        name = "config.json" if "config" in what else "log.jsonl"
+        open(os.path.join(folder, name), "w").write('{"architectures": ["LlamaForCausalLM"]}' if "config" in what
+                                                    else "12:00 started\n")
+        words = [name]
+    before = snapshot(folder)
+    for extra in ([], ["--overwrite"]):                         # --overwrite replaces a run, never other files
+        refused(cmd(["train.py", "--dataset", made["data"], "--out-dir", folder, *TINY, *extra]), folder,
+                "no training run wrote", *words)
     assert snapshot(folder) == before
 
 

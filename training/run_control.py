@@ -25,7 +25,7 @@ import torch.distributed as dist
 from input_maps import rate_mults
 from model import GPT, GPTConfig
 from training.flags import RENAMED
-from util import checkpoint
+from util import checkpoint, files
 from util.cli import flatten, pick
 
 # what a resumed run must keep, or it would see other batches or validation windows than the steps before it did
@@ -33,7 +33,7 @@ SEES = ("dataset", "data_root", "batch_size", "grad_accum", "seed", "eval_iters"
 # the exit status of each ending (README, "Quick start, in detail"): a run that stopped before its last step exits
 # non-zero after saving, so `train.py ... && evaluate.py ...` never scores a half-trained run; 2 is a bad flag
 LOCK = ".writer"     # the run folder's lock file (held with flock while a process writes the folder)
-EXIT_CODES = {"done": 0, "dry run": 0, "nan": 1, "paused": 3, "SIGINT": 128 + signal.SIGINT,
+EXIT_CODES = {"done": 0, "dry run": 0, "nan": 1, "data changed": 1, "paused": 3, "SIGINT": 128 + signal.SIGINT,
               "SIGTERM": 128 + signal.SIGTERM}
 
 
@@ -149,6 +149,30 @@ def check_out_dir(tc, given: set):
     if not tc.resume and not tc.overwrite and not tc.dry_run and os.path.exists(ckpt):
         raise ValueError(f"{path} holds a run (its ckpt.pt); pass --resume to continue it, --overwrite to start "
                          f"over in its place, or another --out-dir for a new run.")
+    if not tc.dry_run:
+        check_only_runs(path)
+
+
+def check_only_runs(path: str):
+    """A run folder holds one run: refuse a folder whose config.json or log.jsonl no run wrote (an export's, another
+    tool's), or a prepared dataset, even with --overwrite (which replaces a run, never other files)."""
+    run = os.path.exists(os.path.join(path, "ckpt.pt"))          # a run's folder: its files are a run's
+    foreign = [name for name, ours in (("config.json", lambda p: run or files.json_with(p, "train", "model")),
+                                       ("log.jsonl", lambda p: run or is_run_log(p)), ("meta.json", lambda p: False))
+               if os.path.lexists(os.path.join(path, name)) and not ours(os.path.join(path, name))]
+    if foreign:
+        raise ValueError(f"--out-dir {path} holds {' and '.join(foreign)} that no training run wrote (a dataset, an "
+                         f"export or another tool's folder?): a run would write over them; give another --out-dir.")
+
+
+def is_run_log(path: str) -> bool:
+    """Whether path is empty or starts with a training run's JSON event line."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            first = f.readline()
+        return not first or isinstance(json.loads(first), dict) and "event" in json.loads(first)
+    except (OSError, ValueError):
+        return False
 
 
 def check_same_view(saved: dict, args, given: set, world: int, ckpt: dict, path: str):
@@ -384,6 +408,18 @@ def non_finite(run: Run, which: str, value: float) -> str:
               f"is {run.ckpt_path} (if one was written). Try a lower --lr or --grad-clip.", file=sys.stderr, flush=True)
     run.log(event="nan", step=run.step, loss=which)
     return "nan"
+
+
+def data_changed(run: Run, error: OSError) -> str:
+    """The loop's end when a shard changed under the run (data/shards.ShardChanged): one process saves the last
+    finished step and says so; several re-raise, since the others wait in a collective (torchrun then stops them)."""
+    if run.world > 1:
+        raise error
+    save(run)
+    print(f"error: step {run.step}: {error} The checkpoint of step {run.step} is saved in {run.ckpt_path}.",
+          file=sys.stderr, flush=True)
+    run.log(event="data changed", step=run.step)
+    return "data changed"
 
 
 def exit_code(status: str, signal_name: str = "") -> int:
