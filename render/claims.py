@@ -23,10 +23,20 @@ import re
 from analysis import records as R
 from render.tables import at
 
-DIRECTION = re.compile(r"\b(ahead|behind|level|beats?|moves?|closes?)\b", re.I)
+# The direction vocabulary: each word's side, from the sentence's subject (the claim's first arm): "ahead" for a lower
+# perplexity, "behind" for a higher one, "level", or "change" for a word that needs a claim but names no side
+# ("the lead reverses": the claim gives both ends). A mechanism ("does not come from") is a claim like any other.
+SIDES = {"ahead": r"ahead|better|beat(?:s|ing)?|outperform(?:s|ed|ing)?|lead(?:s|ing)?|gain(?:s|ed|ing)?|"
+                  r"help(?:s|ed|ing)?|improv(?:e|es|ed|ing|ement)|far below",
+         "behind": r"behind|worse|trail(?:s|ed|ing)?|hurt(?:s|ing)?|far above",
+         "level": r"level|no difference",
+         "change": r"mov(?:e|es|ed|ing)|clos(?:e|es|ed|ing)|revers(?:e|es|ed|ing|al)|does not come from|"
+                   r"not what \S+ lacks"}
+DIRECTION = re.compile(r"\b(" + "|".join(SIDES.values()) + r")\b", re.I)
+NEGATED = re.compile(r"\b(not|no longer|never|neither|nor)\s+(?:\S+\s+){0,2}$", re.I)   # "is not ahead", "not far behind"
 CLAIM = re.compile(r"<!-- claim: (.+?) -->")
 WORDS = ("ahead", "behind", "level", "undecided", "not-ahead", "not-behind")
-CHECKED = ("README.md", "docs/results.md")                 # the docs whose every direction word needs a claim
+CHECKED = ("README.md", "docs/results.md", "docs/results/abstract.md")   # docs whose every direction word needs a claim
 
 
 def direction(g) -> str:
@@ -85,9 +95,45 @@ def sentences(text: str) -> list:
     return [" ".join(p.split()) for p in parts if p.strip()]
 
 
+def side(word: str, before: str) -> str:
+    """A direction word's side (SIDES), "not-" before it when the words just before deny it ("is not ahead")."""
+    found = next(k for k, pattern in SIDES.items() if re.fullmatch(pattern, word, re.I))
+    return "not-" + found if found in WORDS and NEGATED.search(before) else found
+
+
+def agrees(said: str, claimed: set) -> bool:
+    """Whether a sentence's side for a word agrees with the words of the claim it stands under: the same, or
+    a denial and a direction that fits it ("not ahead" under "behind", "level" under "not-ahead")."""
+    if said == "change" or "none" in claimed or said in claimed:
+        return True
+    sides = {"ahead", "behind", "level"}
+    return any(said.startswith("not-") and c in sides - {said[4:]} or c.startswith("not-") and said in sides - {c[4:]}
+               for c in claimed)
+
+
+def claim_words(claim: str) -> set:
+    """The WORDs a claim marker's text states ("ahead X; behind Y" -> {"ahead", "behind"})."""
+    return {p.split()[0] for p in claim.split(";") if p.split() and p.split()[0] in WORDS + ("none",)}
+
+
+def disagreements(s: str) -> list:
+    """(word, its side, the claim) for each direction word of sentence s whose side its claim does not state: a word
+    belongs to the first claim marker after it in the sentence, or to the last one when none follows."""
+    marks = list(CLAIM.finditer(s))
+    out = []
+    for w in DIRECTION.finditer(s):
+        if any(m.start() <= w.start() < m.end() for m in marks):
+            continue                                            # a word inside a marker is the marker's
+        m = next((m for m in marks if m.start() > w.start()), marks[-1])
+        said = side(w[1], CLAIM.sub("", s[:w.start()]))
+        if not agrees(said, claim_words(m[1])):
+            out.append((w[1], said, m[1]))
+    return out
+
+
 def problems(recs, text: str, name: str) -> list:
-    """What is wrong with a doc's claims: a claim the records contradict, or a sentence with a direction word and no
-    claim marker."""
+    """What is wrong with a doc's claims: a claim the records contradict, a sentence with a direction word and no
+    claim marker, or a sentence whose direction word says another side than its claim."""
     out = []
     for m in CLAIM.finditer(text):
         ok, found = holds(recs, m[1])
@@ -95,6 +141,11 @@ def problems(recs, text: str, name: str) -> list:
             out.append(f"{name}: the claim '{m[1]}' does not hold: the records say {found}")
     for s in sentences(prose(text)):
         words = DIRECTION.findall(CLAIM.sub("", s))
-        if words and not CLAIM.search(s) and not s.rstrip("*_ ").endswith("?"):     # a question asserts nothing
+        if s.rstrip("*_ ").endswith("?"):                       # a question asserts nothing
+            continue
+        if words and not CLAIM.search(s):
             out.append(f"{name}: '{words[0]}' without a claim marker in: {s[:160]}")
+        elif words:
+            out += [f"{name}: '{w}' says {said}, but its claim says '{c}', in: {CLAIM.sub('', s)[:160]}"
+                    for w, said, c in disagreements(s)]
     return out

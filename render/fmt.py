@@ -34,7 +34,7 @@ def lr_text(lr) -> str:
 
 
 def gap_cells(g, win=None) -> list:
-    """[per seed, mean, behind in, 95% over seeds, 95% over windows] of a comparison."""
+    """[per seed, mean, behind in, 95% over seed pairs, 95% over windows] of a comparison."""
     if g is None:
         return ["-"] * 5
     return [per_seed(g), f"**{pc(g['mean'])}**", behind(g), interval(g["ci"]),
@@ -42,7 +42,7 @@ def gap_cells(g, win=None) -> list:
 
 
 LEGEND = "docs/results.md#how-to-read-a-comparison"   # the legend, from the project folder; docs.fill makes it relative
-GAP_HEAD = ["per seed (%)", f"[mean]({LEGEND})", "behind in", "95% over seeds", "95% over windows"]
+GAP_HEAD = ["per seed (%)", f"[mean]({LEGEND})", "behind in", "95% over seed pairs", "95% over windows"]
 
 
 def mult_of(arm: str) -> str:

@@ -379,7 +379,7 @@ def seen_pairs(r, view, pairs) -> str:
             row.append("-" if g is None else f"{pc(g['mean'])}{' ' + interval(g['ci']) if g['ci'] else ''} ({behind(g)})")
         rows.append(row)
     return md_table([f"times the run saw the {token}", f"share of {token}s"] +
-                    [f"{a} vs {b}: [mean]({LEGEND}) [95% over seeds] (behind in)" for a, b in best], rows)
+                    [f"{a} vs {b}: [mean]({LEGEND}) [95% over seed pairs] (behind in)" for a, b in best], rows)
 
 
 # The inputs a run never consumed (docs/results.md section 5)

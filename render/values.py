@@ -42,14 +42,15 @@ def v_deficit_share(recs, name, view, a, b, bucket):
     a, b = at(r, a), at(r, b)
     B = r["buckets"][view]
     shares = bucket_shares(B, b)
-    part = []
+    part, pairs = [], []
     for i, nm in enumerate(B["names"]):
         g = R.gap(r, a, r, b, key=f"{view}:{nm}")
         part.append(0.0 if g is None else shares[i] * g["dloss"])
+        pairs.append(0 if g is None else g["n"])
     i = B["names"].index(bucket)
     token = position_token(r)
     return (f"{token}s seen {bucket} times ({shares[i]:.0%} of the positions) carry {part[i] / sum(part):.0%} of "
-            f"{a}'s loss gap to {b}")
+            f"{a}'s loss gap to {b} (mean over {min(pairs)} seed pairs, no interval)")
 
 
 def v_norms(recs, name, *arms):

@@ -62,6 +62,54 @@ def test_a_direction_word_without_a_claim_is_found(recs):
         claims.holds(recs, "beyond big_fair lev tied")
 
 
+def test_a_sentence_whose_word_says_another_side_than_its_claim_is_found(recs):
+    """The committed results.md with one word turned ("behind" -> "ahead", its claim left as it was) fails the check,
+    naming the word and the claim; a denial is read as one ("not ahead" fits a "behind" claim, "not behind" does not)."""
+    out = docs.render(recs, write=False)
+    turned = out[docs.RESULTS].replace("lev_best is behind<!-- claim: behind big_fair+big_fair_parts",
+                                       "lev_best is ahead<!-- claim: behind big_fair+big_fair_parts", 1)
+    assert turned != out[docs.RESULTS]
+    found = docs.problems(recs, {**out, docs.RESULTS: turned})
+    assert len(found) == 1 and "'ahead' says ahead, but its claim says 'behind big_fair+big_fair_parts" in found[0], found
+    claim = "<!-- claim: behind big_fair lev_best@best tied@best -->"
+    assert claims.problems(recs, f"LEV is not ahead{claim} of tied.", "t.md") == []
+    assert claims.problems(recs, f"LEV trails{claim} tied, and does not beat it.", "t.md") == []
+    assert "says not-behind" in claims.problems(recs, f"LEV is not behind{claim} tied.", "t.md")[0]
+    assert "says ahead" in claims.problems(recs, f"LEV is behind{claim} tied, which it outperforms.", "t.md")[0]
+
+
+@pytest.mark.parametrize("sentence", ["lev_best outperforms untied.", "LEV does better than tied.", "LEV beats tied.",
+                                      "tied trails LEV.", "LEV leads.", "LEV's lead holds.", "LEV gains 2%.",
+                                      "The spline helps.", "It hurts LEV.", "LEV improves on tied.", "LEV is worse.",
+                                      "It is far above tied's.", "There is no difference.", "The gap closes.",
+                                      "The lead reverses.", "The gain does not come from the id order.",
+                                      "Capacity is not what LEV lacks."])
+def test_every_direction_word_of_the_vocabulary_needs_a_claim(recs, sentence):
+    found = claims.problems(recs, sentence, "t.md")
+    assert len(found) == 1 and "without a claim marker" in found[0], found
+    marked = sentence[:-1] + "<!-- claim: none (a test) -->."
+    assert claims.problems(recs, marked, "t.md") == []
+
+
+def test_a_hand_edited_abstract_fails_the_check(tmp_path):
+    """docs/results/abstract.md, the abstract's one home, is rendered in place: a value changed by hand there (its
+    markers kept) makes `python -m render --check` fail, naming the file."""
+    import shutil
+    import subprocess
+    import sys
+    copy_root = tmp_path / "p"
+    shutil.copytree(R.ROOT, copy_root, ignore=shutil.ignore_patterns(".venv", ".git", "out", "data", "__pycache__",
+                                                                       "*.so", "build"))
+    shutil.copytree(os.path.join(R.ROOT, "data"), copy_root / "data",    # the data package's code, no datasets
+                    ignore=lambda folder, names: [n for n in names if not n.endswith(".py")])
+    path = copy_root / "docs" / "results" / "abstract.md"
+    text = path.read_text()
+    value = re.search(r"<!-- = pair big_fair\+big_fair_parts lev_best@best untied@best -->(.+?)<!-- = -->", text)
+    path.write_text(text.replace(value[0], value[0].replace(value[1], "+21.9% [+19.4, +24.3] over 3 seed pairs")))
+    p = subprocess.run([sys.executable, "-m", "render", "--check"], cwd=copy_root, capture_output=True, text=True)
+    assert p.returncode != 0 and "docs/results/abstract.md" in p.stderr, p.stdout + p.stderr
+
+
 def test_the_abstract_has_one_home_and_is_carried_verbatim(recs):
     """README.md, docs/results.md, docs/method.md and the output of notebooks 01 and 02 hold the same abstract, at most
     six sentences, rendered from docs/results/abstract.md."""
