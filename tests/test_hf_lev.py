@@ -1,10 +1,11 @@
 """export.py --keep-lev and analysis/hf_lev.py: a lev run as a transformers model whose input map is LEV itself, with
 its own parameters (its logits, greedy generation, a save/load round trip and a training step agree with the
-project's model); LEV swapped into a transformers model of one's own; the refusal for runs without LEV."""
+project's model); batched generation; LEV swapped into a transformers model of one's own; the refusal for runs without LEV."""
 import json
 import os
 import subprocess
 import sys
+import warnings
 
 os.environ["HF_HUB_OFFLINE"] = "1"              # nothing may download: every load below is a local folder
 os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -57,12 +58,17 @@ def test_native_export_is_lev_itself_and_computes_the_runs_logits(native):
             == open(os.path.join(ROOT, "analysis", "hf_lev.py"), "rb").read())
     cfg = json.load(open(os.path.join(dest, "config.json")))
     assert cfg["auto_map"] == hf_lev.AUTO_MAP and cfg["model_type"] == "leviathan" and not cfg["tie_word_embeddings"]
+    assert "rope_scaling" not in cfg and cfg["rope_parameters"]["rope_type"] == "default"    # transformers 5's
     assert json.load(open(os.path.join(dest, hf_export.SOURCE)))["keep_lev"] is True
     assert hf_export.is_export_of(dest, str(run / "ckpt.pt"), keep_lev=True)
     assert not hf_export.is_export_of(dest, str(run / "ckpt.pt"))                     # not taken for the plain one
 
     ckpt = checkpoint.load(str(run / "ckpt.pt"))
-    hf = load_native(dest)
+    with warnings.catch_warnings(record=True) as caught:       # the model, and the config as AutoTokenizer reads it
+        warnings.simplefilter("always")                         # without trust_remote_code: no deprecated rope key
+        hf = load_native(dest)
+        transformers.PretrainedConfig.from_pretrained(dest)
+    assert not [w for w in caught if "rope" in str(w.message)], [str(w.message) for w in caught]
     assert type(hf).__name__ == "LeviathanForCausalLM" and hf.dtype == torch.float32
     assert not any(isinstance(m, nn.Embedding) for m in hf.modules())                 # no table anywhere
     kept = hf.model.embed_tokens.lev.state_dict()
@@ -172,6 +178,36 @@ def test_gpt2_native_export_carries_the_plain_exports_tokenizer(tmp_path):
         assert open(os.path.join(plain["dest"], f), "rb").read() == open(os.path.join(native["dest"], f), "rb").read()
     tok = transformers.AutoTokenizer.from_pretrained(native["dest"], trust_remote_code=True)   # reads config.json
     assert tok("Hello world")["input_ids"] == [15496, 995]
+
+
+@pytest.mark.slow
+def test_exports_generate_batches_as_each_prompt_alone(tmp_path):
+    """Both exports of a GPT-2-tokenizer run pad with end-of-text on the left: pipeline("text-generation") takes a
+    batch of prompts and writes what each prompt alone gives, and each row's greedy scores are the prompt's own."""
+    cfg = GPTConfig(vocab_size=50257, block_size=32, n_layer=1, n_head=2, n_embd=32, emb="lev",
+                    lev=dict(d_seed=8, heads=2, kappa=6, rank=4))
+    fake_run(tmp_path, cfg, "gpt2")
+    sharpen(str(tmp_path / "ckpt.pt"))
+    prompts, greedy = ["Hello world", "The function of a language model is to", "x"], dict(max_new_tokens=6, do_sample=False)
+    for flags in ([], ["--keep-lev"]):
+        dest = export.main(["--out-dir", str(tmp_path), "--check=False", *flags])["dest"]
+        pipe = transformers.pipeline("text-generation", model=dest, trust_remote_code=True)
+        tok, model = pipe.tokenizer, pipe.model
+        assert tok.pad_token == tok.eos_token == "<|endoftext|>" and tok.padding_side == "left"
+        alone = [pipe(p, **greedy)[0]["generated_text"] for p in prompts]
+        assert [out[0]["generated_text"] for out in pipe(prompts, batch_size=3, **greedy)] == alone
+        scores = dict(output_scores=True, return_dict_in_generate=True, **greedy)
+        batch = model.generate(**tok(prompts, return_tensors="pt", padding=True), **scores).scores   # steps x (3, V)
+        for i, p in enumerate(prompts):
+            for step, one in zip(batch, model.generate(**tok(p, return_tensors="pt"), **scores).scores):
+                torch.testing.assert_close(step[i], one[0], rtol=1e-4, atol=1e-5)
+
+
+def test_the_readme_says_a_native_exports_two_loads_take_trust_remote_code():
+    """Without it AutoTokenizer stops to ask whether to run the folder's code (it reads config.json)."""
+    readme = open(os.path.join(ROOT, "README.md")).read()
+    section = " ".join(readme.split("## Sample and export")[1].split("\n## ")[0].split())
+    assert "`--keep-lev`, whose model and tokenizer both load with `trust_remote_code=True`" in section
 
 
 # ----------------------------------------------------------------------------------------------------
