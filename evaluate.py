@@ -104,7 +104,7 @@ class EvalConfig:
     plots: str = ""               # draw the figures (analysis/plots.py) into this folder ("" = none)
     json: str = ""                # where the result goes ("" = <first run>/eval.json)
     summary: str = ""             # also write the markdown results table (report.summary) to this file
-    overwrite: bool = False       # let --json / --summary replace a file evaluate.py did not write (a run's own: never)
+    overwrite: bool = False       # let --json / --summary / --plots replace files evaluate.py did not write (a run's own: never)
     batch_size: int = 8           # windows per forward pass
     cache: bool = False           # keep each run's scores in <run>/eval_cache/ and reuse them while the checkpoint, the
                                   # windows, the options that change a score and the scoring code are unchanged
@@ -555,6 +555,9 @@ def evaluate(a: EvalConfig, say=print):
     return result
 
 
+FIGURES = ("curves.png", "buckets.png", "lev_basis.png", "embeddings.png", "neighbours.txt")   # what figures() writes
+
+
 def figures(result, out_dir, device="auto", say=print):
     """Every figure of a result into out_dir (analysis/plots.py), reading the runs' log.jsonl and, one run per group and
     one at a time, their input embeddings -> {"files", "neighbours": text}."""
@@ -598,6 +601,8 @@ def main(argv=None):
         files.check_output(path, "--json", "evaluate.py", lambda p: files.json_with(p, "datasets"), a.overwrite)
     if a.summary:
         files.check_output(a.summary, "--summary", "evaluate.py", is_summary, a.overwrite)
+    if a.plots:
+        files.check_output_dir(a.plots, "--plots", "evaluate.py", FIGURES, a.overwrite)
     if a.from_json:
         result = read_json(a.from_json)
     else:

@@ -431,6 +431,24 @@ def test_an_output_flag_never_writes_over_a_runs_files_or_a_users(made, tmp_path
 
 
 @pytest.mark.slow
+def test_evaluate_plots_never_writes_over_a_users_figure(made, tmp_path):
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "curves.png").write_bytes(b"the user's own figure")
+    (folder / "notes.txt").write_text("mine")
+    argv = ["evaluate.py", "--runs", made["run"], "--dataset", made["data"], "--json", str(tmp_path / "e.json"),
+            "--plots", str(folder)]
+    before = snapshot(folder)
+    refused(cmd(argv), "--plots", str(folder), "curves.png", "--overwrite")
+    assert snapshot(folder) == before and not (tmp_path / "e.json").exists()
+    refused(cmd(argv[:-1] + [str(folder / "notes.txt")]), "--plots", "is a file")
+    cmd(argv + ["--overwrite"], ok=True)                           # told to, it replaces the figure
+    assert (folder / "curves.png").read_bytes() != b"the user's own figure" and (folder / "notes.txt").exists()
+    os.remove(folder / "notes.txt")
+    cmd(argv, ok=True)                                              # its own figures: drawn again without it
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize("dest", ["the project's root", "a link to a run folder"])
 def test_export_overwrite_never_touches_what_no_export_wrote(made, tmp_path, dest):
     run_dir, other = copy(made, tmp_path), str(tmp_path / "other_run")

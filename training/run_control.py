@@ -268,17 +268,12 @@ def file_stat(path: str):
 
 def write_atomically(path: str, text: str):
     """path's new text, written to a temporary file that then replaces it (a failed write leaves the old file)."""
-    tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        with open(tmp, "w") as f:
+        with files.atomic(path) as f:
             f.write(text)
-        os.replace(tmp, path)
     except OSError as e:
         raise OSError(f"cannot write {path} ({e.strerror or e}): it must be a file this user can write, on a disk "
                       f"with room; {os.path.basename(path)} is as it was.") from None
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def lock_run_dir(path: str):

@@ -28,22 +28,15 @@ def save(obj: dict, path: str):
     """Write obj to path atomically (temporary file + fsync + rename). A write that fails (a full disk, a file-size
     limit) is an OSError naming path and the cause; the previous checkpoint stays, and no temporary file."""
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp.{os.getpid()}"
     try:
-        with open(tmp, "wb") as f:
+        with files.atomic(path, "wb") as f:
             torch.save(obj, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
     except (OSError, RuntimeError) as e:        # torch.save reports a short write as "[enforce fail at ...]"
         if isinstance(e, RuntimeError) and "inline_container" not in str(e):
             raise                                    # not a write that stopped short: torch's own error, as it is
         cause = e.strerror if isinstance(e, OSError) and e.strerror else "the write stopped short"
         raise OSError(f"cannot write the checkpoint {path} ({cause}: a full disk, a file-size limit or a read-only "
                       f"folder?); the previous checkpoint, if any, is intact. Free space and --resume.") from None
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 MODEL_FIELDS = ("model", "model_args", "tokenizer")      # what sample, export and evaluate need

@@ -1,12 +1,14 @@
 """Files: digests (which bytes a result was made from: the texts a dataset read, the checkpoint an export holds), the
-leftovers of processes killed mid-write (temporary files and folders named with the writer's process id), and the
-check that a command's output never lands on a file it did not make (check_output)."""
+leftovers of processes killed mid-write (temporary files and folders named with the writer's process id), writing a
+file whole or not at all (atomic), and the check that a command's output never lands on a file it did not make
+(check_output, check_output_dir)."""
 import glob
 import hashlib
 import json
 import os
 import re
 import shutil
+from contextlib import contextmanager
 
 
 def sha256(path: str) -> str:
@@ -41,6 +43,22 @@ def remove_leftovers(pattern: str) -> list:
     return gone
 
 
+@contextmanager
+def atomic(path: str, mode: str = "w"):
+    """A file to write whose content replaces path when the block ends without an error (a temporary file, fsync,
+    rename): a failed or interrupted write leaves path as it was and no temporary file."""
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, mode) as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
 RUN_FILES = ("ckpt.pt", "config.json", "log.jsonl")   # a training run's own files (train.py writes them)
 
 
@@ -64,6 +82,22 @@ def check_output(path: str, flag: str, command: str, ours, overwrite: bool = Fal
     if not overwrite and not ours(path):
         raise ValueError(f"{flag} {path} exists and was not written by {command}: give another path, or --overwrite "
                          f"to replace it.")
+
+
+def check_output_dir(path: str, flag: str, command: str, names, overwrite: bool = False):
+    """Refuse, before any work, a folder (the path given by flag) where a command writes the files `names` when that
+    would write over a file it did not make: a file at path, or a folder that holds one of those names beside files of
+    other names (a folder holding only those names is the command's own earlier output) unless overwrite."""
+    if os.path.lexists(path) and not os.path.isdir(path):
+        raise NotADirectoryError(f"{flag} {path} is a file, where {command} writes a folder of files: give a folder's "
+                                 f"name (it is created).")
+    if not os.path.isdir(path) or overwrite:
+        return
+    present = sorted(os.listdir(path))
+    clash = [n for n in present if n in names]
+    if clash and set(present) - set(names):
+        raise ValueError(f"{flag} {path} holds {', '.join(clash)} among other files, so {command} would write over "
+                         f"files it may not have made: give another folder, or --overwrite to replace them.")
 
 
 def json_with(path: str, *keys) -> bool:
