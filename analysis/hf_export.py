@@ -290,9 +290,9 @@ def write_manifest(dest: str, names):
 
 
 def prepare_dest(ec: ExportConfig, ckpt_path: str):
-    """Refuse a --dest that is a run's folder (or a link to one), a file, or a folder holding files of the names an
-    export writes that no export wrote; remove an earlier export's own files (needs --overwrite unless it is this
-    checkpoint's); then the manifest, before any other file."""
+    """Refuse a --dest that is a run's folder (or a link to one), a dataset's, a file, or a folder holding files of the
+    names an export writes that no export wrote; remove an earlier export's own files (needs --overwrite unless it is
+    this checkpoint's); then the manifest, before any other file."""
     if os.path.abspath(ec.dest) == os.path.abspath(ec.out_dir):
         raise ValueError(f"--dest must not be the run directory {ec.out_dir} (its config.json would be "
                          f"overwritten); leave --dest empty for {os.path.join(ec.out_dir, 'hf')}.")
@@ -304,6 +304,9 @@ def prepare_dest(ec: ExportConfig, ckpt_path: str):
     if os.path.exists(ec.dest) and not os.path.isdir(ec.dest):
         raise ValueError(f"--dest {ec.dest} is a file, where the export's folder belongs: give a folder name "
                          f"(it is created).")
+    if os.path.exists(os.path.join(ec.dest, "meta.json")):
+        raise ValueError(f"--dest {ec.dest} is a prepared dataset's folder (its meta.json): an export never writes into "
+                         f"one; give another folder.")
     mine = own_files(ec.dest)
     named = [f for f in MODEL_FILES + TOKENIZER_FILES if os.path.exists(os.path.join(ec.dest, f))]
     if mine is None and named:

@@ -449,11 +449,13 @@ def test_evaluate_plots_never_writes_over_a_users_figure(made, tmp_path):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dest", ["the project's root", "a link to a run folder"])
+@pytest.mark.parametrize("dest", ["the project's root", "a link to a run folder", "a dataset"])
 def test_export_overwrite_never_touches_what_no_export_wrote(made, tmp_path, dest):
     run_dir, other = copy(made, tmp_path), str(tmp_path / "other_run")
     shutil.copytree(made["run"], other)
-    if dest == "a link to a run folder":
+    if dest == "a dataset":
+        folder, words = copy(made, tmp_path, "data"), ["prepared dataset's folder"]
+    elif dest == "a link to a run folder":
         folder = str(tmp_path / "link")
         os.symlink(other, folder)
         words = ["training run's folder", "through a link"]
