@@ -35,7 +35,7 @@ from training.run_control import (Run, StopFlag, check_compatible, check_same_da
                                   stop_early, tokenizer_of, val_windows)
 from util import runtime
 from util.cli import pick
-from util.presets import ADAMW, CPU, PRESETS
+from util.presets import ADAMW, CPU, PRESETS, SCHEDULE
 
 
 @dataclass
@@ -52,7 +52,7 @@ class TrainConfig:
     batch_size: int = CPU["batch_size"]  # sequences per micro-step per process
     grad_accum: int = 1           # micro-steps per optimizer step per process
     lr: float = CPU["lr"]         # peak learning rate
-    min_lr_ratio: float = 0.1     # cosine decays to lr * min_lr_ratio (nanoGPT/Chinchilla: 0.1)
+    min_lr_ratio: float = SCHEDULE["min_lr_ratio"]  # cosine decays to lr * min_lr_ratio (nanoGPT/Chinchilla: 0.1)
     warmup_iters: int = CPU["warmup_iters"]  # linear warm-up steps
     weight_decay: float = ADAMW["weight_decay"]  # AdamW decay on matrices only (model.configure_optimizer)
     decay_lev_norm: bool = False  # decay LEV's LayerNorm gain and bias too (per-head vectors; runs before 2026-12-04 did)
@@ -63,7 +63,7 @@ class TrainConfig:
     emb_weight_decay: bool = True  # AdamW decay on the input map's matrices as on the body's (our choice; False: none)
     beta1: float = ADAMW["beta1"]  # AdamW beta1
     beta2: float = ADAMW["beta2"]  # AdamW beta2
-    grad_clip: float = 1.0        # clip the global gradient norm (0 = off)
+    grad_clip: float = SCHEDULE["grad_clip"]  # clip the global gradient norm (0 = off)
     seed: int = 1337              # model init and batch order; every arm with the same seed sees the same tokens
     device: str = "auto"
     dtype: str = "auto"           # auto: bf16 autocast where the hardware computes bf16 natively (util/runtime.pick_dtype)

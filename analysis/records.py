@@ -117,9 +117,10 @@ def pct(dloss: float) -> float:
 def gap(a: dict, arm_a: str, b: dict, arm_b: str, key: str = "loss", seeds=None) -> dict:
     """arm_a of record a against arm_b of record b (often the same record), paired by seed: seeds, per-seed gaps,
     mean gap, sd of the per-seed gaps, the count of seed pairs where a's perplexity is higher, and a 95% t-interval
-    over seeds (3 or more pairs). Gaps are changes of perplexity (0.04 = +4%). None where no seed pairs."""
+    over seeds (3 or more pairs). Gaps are changes of perplexity (0.04 = +4%). seeds: only these run seeds (None:
+    every one). None where no seed pairs."""
     la, lb = losses(a, arm_a, key), losses(b, arm_b, key)
-    common = sorted(set(la) & set(lb) & (set(seeds) if seeds else set(la)))
+    common = sorted(set(la) & set(lb) & (set(la) if seeds is None else set(seeds)))
     if not common:
         return None
     d = [la[s] - lb[s] for s in common]                                      # nats, per seed pair
@@ -265,13 +266,20 @@ def part_mults(arm: str) -> tuple:
     return base, cb, m
 
 
+def mult_selectors(record: dict, base: str) -> set:
+    """The seeds that select `base`'s best multiplier (best_mult): those every one of its multipliers ran (seed 1 in
+    a multiplier search); empty where the record has none of its arms."""
+    arms_ = [a for a in arms(record) if part_mults(a)[0] == base]
+    return set.intersection(*(set(losses(record, a)) for a in arms_)) if arms_ else set()
+
+
 def best_mult(record: dict, base: str) -> str:
     """The arm of `base` (base, base_x<m>, and for LEV base_cb<c>[_x<m>]) with the lowest mean loss over the seeds
-    that every one of its multipliers ran (seed 1 in a multiplier search); None where the record has none of them."""
+    that every one of its multipliers ran (mult_selectors); None where the record has none of them."""
     arms_ = [a for a in arms(record) if part_mults(a)[0] == base]
     if not arms_:
         return None
-    common = set.intersection(*(set(losses(record, a)) for a in arms_))
+    common = mult_selectors(record, base)
     mean = lambda a: sum(v for s, v in losses(record, a).items() if s in common) / len(common)
     return min(arms_, key=lambda a: (mean(a), input_mult(a)[1]))
 

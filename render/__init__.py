@@ -15,9 +15,9 @@ and B joined by run seed (records.union).
 
 The modules, by concept: fmt (the formats every table and value shares), tables (the blocks of one group's
 comparisons), trends (the blocks across groups: learning rates, the trends' axes), paper (the results' abstract, main
-table, history and the value `pair`), values (the inline values), claims (the rule and the check of every direction
-word), figures, perf (docs/performance.md and the README's performance lines, from the benchmark records), docs (the
-registries BLOCKS and VALUES, filling a doc, the command).
+table, history and the values `pair` and `held`), recipe (the setup's recipe and parameter tables), values (the inline
+values), claims (the rule and the check of every direction word), figures, perf (docs/performance.md and the README's
+performance lines, from the benchmark records), docs (the registries BLOCKS and VALUES, filling a doc, the command).
 
 How a comparison reads (records.gap; docs/results.md's "How to read a comparison" is the legend every table links):
 per seed pair (seed s: the same batches and, from big_fair on, the same initial body), the change of validation

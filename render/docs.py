@@ -1,5 +1,6 @@
 """The docs and the command: which docs are rendered (FILLED, NOTEBOOKS, TRENDS), the registries of blocks and inline
-values (BLOCKS, VALUES: render.tables, render.trends, render.values, render.paper, render.perf), filling a doc's
+values (BLOCKS, VALUES: render.tables, render.trends, render.values, render.paper, render.recipe,
+render.perf), filling a doc's
 markers (call, fill), the claims' check (render.claims), docs/results/trends.md whole, the abstract a notebook prints,
 and `python -m render [--check]`
 (the markers: the package's docstring)."""
@@ -11,7 +12,7 @@ import sys
 
 from analysis import records as R
 from render import __doc__ as USAGE
-from render import claims, paper, perf, tables, trends, values
+from render import claims, paper, perf, recipe, tables, trends, values
 from render.figures import DOCS, figures
 from render.fmt import LEGEND
 from render.trends import (LENGTH, LR_CPU, SIZE, SIZE_BIG_RATES, SIZE_OTHERS, SIZE_XL_RATES, VOCAB, b_at_best, b_fit,
@@ -35,12 +36,14 @@ BLOCKS = dict(group=tables.b_group, arms=tables.b_arms, buckets=tables.b_buckets
               ablation=tables.b_ablation, mults=tables.b_mults, fair=tables.b_fair, fair_seen=tables.b_fair_seen,
               zero_seen=tables.b_zero_seen, near_unseen=tables.b_near_unseen,
               unseen=tables.b_unseen, parts=tables.b_parts, reproduce=tables.b_reproduce, main=paper.b_main,
-              history=paper.b_history, abstract=lambda recs: abstract(recs),
+              history=paper.b_history, recipe=recipe.b_recipe, params=recipe.b_params,
+              abstract=lambda recs: abstract(recs),
               **perf.BLOCKS)   # docs/performance.md and the README's performance lines, from the benchmark records
 VALUES = dict(gap=values.v_gap, budget=values.v_budget, spread=values.v_spread, means=values.v_means,
               mult_best=values.v_mult_best, mult_span=values.v_mult_span, deficit_share=values.v_deficit_share,
               norms=values.v_norms, cb_best=values.v_cb_best, replica=values.v_replica, pair=paper.v_pair,
-              seeds=paper.v_seeds, unseen_share=paper.v_unseen_share, **perf.VALUES)
+              seeds=paper.v_seeds, unseen_share=paper.v_unseen_share, step_tokens=recipe.v_step_tokens,
+              held=paper.v_held, selected=paper.v_selected, **perf.VALUES)
 
 
 UNION = re.compile(r"[\w.\-]+(?:\+[\w.\-]+)+")    # "big_fair+big_fair_parts": records.union of the groups
@@ -84,7 +87,8 @@ def trends_doc(recs) -> str:
         "lists the groups it reads; a group re-run after a fix stands in for the one it supersedes.", "",
         "## 1. Learning rate, per arm", "",
         f"The cpu body (4 x 128, GPT-2 vocabulary, 1.02M tokens) at each learning rate ({g(LR_CPU)}): validation "
-        "perplexity, mean over seeds (how many); each arm's best in bold. Nothing else changes along this axis.", "",
+        "perplexity, mean over seeds (how many); each arm's best in bold, selected on the seeds it ran at every rate (the "
+        "last column). Nothing else changes along this axis.", "",
         b_rates(recs, *LR_CPU), "", "Each arm at its best rate:", "", b_at_best(recs, *LR_CPU), "",
         "![learning rate](trends_lr.png)", "",
         "## 2. Training length", "",
@@ -107,7 +111,8 @@ def trends_doc(recs) -> str:
         "![vocabulary](trends_vocab.png)", "",
         "## 5. Learning rate per arm, the larger bodies", "",
         f"big on a CPU ({g(SIZE_BIG_RATES)}): validation perplexity per learning rate (mean over seeds; how many), each "
-        "arm's best in bold, and the arms each at its best rate:", "",
+        "arm's best in bold (selected on the seeds it ran at every rate: the last column), and the arms each at its best "
+        "rate:", "",
         b_rates(recs, *SIZE_BIG_RATES), "", b_at_best(recs, *SIZE_BIG_RATES), "",
         f"xl on a GPU ({g(SIZE_XL_RATES)}):", "", b_rates(recs, *SIZE_XL_RATES), "", b_at_best(recs, *SIZE_XL_RATES), ""])
 

@@ -1,11 +1,12 @@
-"""The figures the docs show, from the run records, written to docs/results/ by `python -m render`: the main
-comparison's curves and buckets, the trends, LEV's settings, the fair-rate group's rates and input norms, the longer
+"""The figures the docs show, from the run records, written to docs/results/ by `python -m render`: the main table
+as a forest plot, the main comparison's curves and buckets, the trends, LEV's settings, the fair-rate group's rates and input norms, the longer
 group's curves."""
 import math
 import os
 
 from analysis import records as R
-from render.fmt import pc
+from render.fmt import mult_of, pc
+from render.paper import main_rows
 from render.tables import curve_means, part_grid, seed_curves
 from render.trends import LENGTH, LR_CPU, SIZE, VOCAB, axis_x, rates
 from render.values import fair_gap
@@ -28,7 +29,7 @@ def figures(recs, out=DOCS) -> list:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    paths = []
+    paths = [forest_figure(recs, os.path.join(out, "main_forest.png"))]
     r = recs["cpu_rerun"]
     fig, ax = plt.subplots(figsize=(6, 3.8))
     for arm in ("tied", "untied", "lev"):
@@ -90,6 +91,43 @@ def figures(recs, out=DOCS) -> list:
     if "big_len4m" in recs:
         paths.append(length_figure(recs, "big_len4m", os.path.join(out, "len4m_curves.png"), short="big_fair"))
     return paths
+
+
+def forest_points(recs) -> list:
+    """The main table's rows as the forest plot draws them: (label, mean change, its 95% interval over seed pairs or
+    None, seed pairs), in %."""
+    out = []
+    for x in main_rows(recs):
+        g, mults = x["g"], x["how"] in ("fair", "carried")
+        label = f"{x['body']}: {x['a']} vs {x['b']}" + (f" ({mult_of(x['arm_a'])} vs {mult_of(x['arm_b'])})" if mults else "")
+        out.append((label, 100 * g["mean"], [100 * c for c in g["ci"]] if g["ci"] else None, g["n"]))
+    return out
+
+
+def forest_figure(recs, path):
+    """The main table as a forest plot: each row's mean change of validation perplexity with its 95% interval over
+    seed pairs; a row with fewer than 3 pairs a hollow point, without an interval; zero marked."""
+    import matplotlib.pyplot as plt
+    pts = forest_points(recs)
+    fig, ax = plt.subplots(figsize=(8.5, 0.38 * len(pts) + 1.3))
+    first = {}                                                      # one legend entry per kind of point
+    for i, (label, mean, ci, n) in enumerate(pts):
+        kind = "ci" if ci else "n"
+        if ci:
+            ax.errorbar([mean], [i], xerr=[[mean - ci[0]], [ci[1] - mean]], fmt="o", color="C2", capsize=3,
+                        label=None if kind in first else "mean change, 95% over seed pairs (3 or more)")
+        else:
+            ax.plot([mean], [i], "o", mfc="none", color="C7",
+                    label=None if kind in first else "mean change, under 3 seed pairs: no interval")
+        first[kind] = True
+    ax.axvline(0, color="k", lw=0.8)
+    ax.set_yticks(range(len(pts)), [p[0].replace(": ", ":\n") if len(p[0]) > 45 else p[0] for p in pts],
+                  fontsize=7)                                      # a long label on two lines
+    ax.invert_yaxis()
+    ax.set(xlabel="change of validation perplexity, first arm against second (%)",
+           title="The main table, each arm at its best rate found")
+    ax.legend(frameon=False, fontsize=7, loc="lower right")
+    return save(fig, path)
 
 
 def sweep_figures(recs, name, out=DOCS) -> list:

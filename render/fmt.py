@@ -51,5 +51,27 @@ def mult_of(arm: str) -> str:
     return f"x{m:g}" + (f", codebooks x{cb:g}" if cb is not None else "")
 
 
+def seeds_text(seeds) -> str:
+    """{1} -> "seed 1", {2, 3, 4, 5} -> "seeds 2-5", {1, 3} -> "seeds 1 and 3"."""
+    s = sorted(seeds)
+    if len(s) == 1:
+        return f"seed {s[0]}"
+    return f"seeds {s[0]}-{s[-1]}" if s == list(range(s[0], s[-1] + 1)) else "seeds " + listed([str(x) for x in s])
+
+
+def edge(best, tried, show=lambda v: f"x{v:g}") -> str:
+    """"x5, inside the range tried (x1-x8)": where a best setting (a multiplier, or a rate with show=lr_text) lies
+    among those tried."""
+    tried = sorted(tried)
+    return f"{show(best)}, {edge_word(best, tried)} ({show(tried[0])}-{show(tried[-1])})"
+
+
+def edge_word(best, tried) -> str:
+    """Where best lies among the settings tried: at an edge of the search, or inside it."""
+    tried = sorted(tried)
+    return ("the only one tried" if len(tried) == 1 else "the largest tried" if best == tried[-1] else
+            "the smallest tried" if best == tried[0] else "inside the range tried")
+
+
 def listed(items) -> str:
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]

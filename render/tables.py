@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from analysis import records as R
-from render.fmt import GAP_HEAD, LEGEND, behind, gap_cells, interval, md_table, mult_of, pc, per_seed
+from render.fmt import (GAP_HEAD, LEGEND, behind, edge_word, gap_cells, interval, md_table, mult_of, pc, per_seed,
+                        seeds_text)
 
 
 def b_group(recs, *names) -> str:
@@ -280,7 +281,7 @@ def b_ablation(recs, name) -> str:
 def b_mults(recs, name, *bases) -> str:
     """The input map's rate multiplier per arm (arms "<arm>_x<m>" of a group; a LEV arm's codebooks at a rate of their
     own are b_parts'): validation perplexity (mean over seeds; how many), each arm's best in bold (on the seeds every
-    multiplier ran), and its zero-shot perplexity."""
+    multiplier ran: R.mult_selectors) and where it lies among those tried, and its zero-shot perplexity."""
     r = recs[name]
     by_base = {}
     for a in R.arms(r):
@@ -297,9 +298,12 @@ def b_mults(recs, name, *bases) -> str:
             a = by_base[base].get(m)
             s = "-" if a is None else f"{R.mean_sd(r, a)[0]:.2f} ({len(R.losses(r, a))})"
             cells.append(f"**{s}**" if a is not None and a == best else s)
-        cells += [mult_of(best)] + [f"{R.mean_sd(r, best, f'zero_shot:{d}')[0]:.1f}" for d in zero]
+        where = edge_word(R.part_mults(best)[2], by_base[base]) if R.part_mults(best)[1] is None else "its codebooks'"
+        cells += [f"{mult_of(best)}, {where}; selected on {seeds_text(R.mult_selectors(r, base))}"]
+        cells += [f"{R.mean_sd(r, best, f'zero_shot:{d}')[0]:.1f}" for d in zero]
         rows.append(cells)
-    return md_table([f"arm ([legend]({LEGEND}))"] + [f"input map x{m:g}" for m in mults] + ["best"] +
+    return md_table([f"arm ([legend]({LEGEND}))"] + [f"input map x{m:g}" for m in mults] +
+                    ["best (bold): where among the multipliers tried; the seeds that selected it"] +
                     [f"zero-shot ({d}) at the best" for d in zero], rows)
 
 

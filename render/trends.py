@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from analysis import records as R
-from render.fmt import LEGEND, behind, lr_text, md_table, pc, per_seed
+from render.fmt import LEGEND, behind, edge, lr_text, md_table, pc, per_seed, seeds_text
 from render.tables import b_compare
 
 # The groups each trend reads (docs/results/trends.md says why these).
@@ -47,9 +47,14 @@ def arm_lr(r, arm) -> float:
     return r["setting"].get("lrs", {}).get(arm, r["setting"]["lr"])
 
 
+def rate_selectors(by_lr: dict) -> set:
+    """The seeds that select an arm's best rate (best_rate): those it ran at every rate it tried."""
+    return set.intersection(*(set(v) for v in by_lr.values()))
+
+
 def best_rate(by_lr: dict) -> float:
-    """The learning rate with the lowest mean loss over the seeds run at every rate of this arm."""
-    common = set.intersection(*(set(v) for v in by_lr.values()))
+    """The learning rate with the lowest mean loss over the seeds run at every rate of this arm (rate_selectors)."""
+    common = rate_selectors(by_lr)
     return min(by_lr, key=lambda lr: np.mean([x for s, (x, _) in by_lr[lr].items() if not common or s in common]))
 
 
@@ -61,7 +66,8 @@ def at_best(recs, *groups) -> dict:
 
 def b_rates(recs, *groups) -> str:
     """Validation perplexity per learning rate and arm over the groups (mean over seeds; how many); each arm's best in
-    bold (on the seeds it ran at every rate)."""
+    bold, selected on the seeds it ran at every rate, and where it lies among the rates tried (an edge of the search,
+    or inside it)."""
     table = rates(recs, *groups)
     lrs = sorted({lr for t in table.values() for lr in t})
     best = {arm: best_rate(t) for arm, t in table.items()}
@@ -74,8 +80,10 @@ def b_rates(recs, *groups) -> str:
             v = table[arm].get(lr)
             s = "-" if v is None else f"{np.mean([math.exp(x) for x, _ in v.values()]):.2f} ({len(v)})"
             cells.append(f"**{s}**" if v is not None and lr == best[arm] else s)
-        rows.append(cells)
-    return md_table([f"arm ([legend]({LEGEND}))"] + [f"lr {lr_text(lr)}" for lr in lrs], rows)
+        rows.append(cells + [f"{edge(best[arm], table[arm], lr_text)}; selected on "
+                             f"{seeds_text(rate_selectors(table[arm]))}"])
+    return md_table([f"arm ([legend]({LEGEND}))"] + [f"lr {lr_text(lr)}" for lr in lrs] +
+                    ["best (bold): where among the rates tried; the seeds that selected it"], rows)
 
 
 def b_at_best(recs, *groups) -> str:

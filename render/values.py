@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from analysis import records as R
-from render.fmt import listed, pc
+from render.fmt import edge, listed, pc
 from render.tables import at, bucket_shares, part_grid, position_token
 
 
@@ -87,13 +87,6 @@ def v_mult_span(recs, name, *arms):
     """The span of some arms' best input-map multipliers, as a multiple of the body's rate: "5 to 100 times"."""
     best = sorted(R.part_mults(R.best_mult(recs[name], a))[2] for a in arms)
     return f"{best[0]:g} times" if best[0] == best[-1] else f"{best[0]:g} to {best[-1]:g} times"
-
-
-def edge(best, tried) -> str:
-    """"x5, inside the range tried (x1-x8)": where a best multiplier lies among those tried."""
-    where = ("the only one tried" if len(tried) == 1 else "the largest tried" if best == tried[-1] else
-             "the smallest tried" if best == tried[0] else "inside the range tried")
-    return f"x{best:g}, {where} (x{tried[0]:g}-x{tried[-1]:g})"
 
 
 def v_replica(recs, name):

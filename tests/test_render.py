@@ -172,3 +172,98 @@ def test_curve_table_marks_and_gaps_by_hand_and_the_length_figure(tmp_path):
     assert os.path.getsize(path) > 1000
 
 
+
+
+def cells(table: str) -> list:
+    """A markdown table's body rows as lists of cells."""
+    return [row.strip("| ").split(" | ") for row in table.splitlines()[2:]]
+
+
+def test_the_recipe_gives_each_bodys_batch_from_the_presets_and_its_steps_from_the_records(recs):
+    """Tokens per step are the preset's batch x block size, and times the record's steps its training tokens; the
+    schedule is the body's warm-up (the cpu body's own 50 steps) and the cosine's floor; a command that overrides a
+    preset's field is refused."""
+    from render import paper, recipe
+    from util.presets import PRESETS
+    rows = cells(recipe.b_recipe(recs))
+    assert [r[0].split(" (")[0] for r in rows] == list(dict.fromkeys(m[0] for m in paper.MAIN))
+    for row in rows:
+        p = PRESETS[row[0].split("`")[1]]
+        step = p["batch_size"] * p["block_size"]
+        assert row[4] == f"{p['batch_size']} x {p['block_size']} = {step:,}"
+        assert row[6].startswith(f"{step * int(row[5].replace(',', '')):,} (")
+    assert rows[0][3].startswith("50 steps linear warm-up, cosine to 0.1x") and rows[1][3].startswith("25 steps")
+    assert recipe.v_step_tokens(recs, "big_fair") == "2,048 tokens a step (8 sequences of 256), 500 steps"
+    bad = copy.deepcopy(recs)
+    bad["ref"]["command"] += " --train-flags=--warmup-iters=100"
+    with pytest.raises(ValueError, match="presets"):
+        recipe.b_recipe(bad)
+
+
+def test_the_parameter_table_equals_every_recorded_count(recs):
+    """Each arm's parameters computed from the presets equal those every record keeps for its runs; the table's
+    8 x 512 totals are big_fair's."""
+    from render import recipe
+    checked = 0
+    for r in recs.values():
+        for run in r["runs"].values():
+            if run.get("params") and r["setting"]["tokenizer"] == "gpt2":
+                flags = r.get("arm_flags", {}).get(run["arm"]) or [f"--emb={run['emb']}"]
+                assert recipe.params(r["setting"]["body"], flags) == run["params"], (r["name"], run["arm"])
+                checked += 1
+    assert checked > 50
+    big = next(row for row in cells(recipe.b_params(recs)) if row[0].startswith("8 x 512"))
+    total = {run["arm"]: run["params"]["total"] for run in recs["big_fair"]["runs"].values()}
+    assert big[6:] == [f"{total[a] / 1e6:.2f}M" for a in ("tied", "untied", "lev", "lev_best")]
+
+
+def test_the_main_table_gives_each_row_over_the_seeds_that_did_not_select_it(recs):
+    """The column over the other seeds is records.gap over seeds 2-3 where seed 1 selected the rates; with seeds 4
+    and 5 added it reads seeds 2-5 with an interval; a row whose rates every seed selected (12 x 768) or where
+    nothing was selected (one rate) says so."""
+    from render import paper
+    rows = {(r[0], r[3]): r for r in cells(paper.b_main(recs))}
+    fair = paper.record(recs, paper.FAIR)
+    a, b = R.best_mult(fair, "lev_best"), R.best_mult(fair, "tied")
+    g = R.gap(fair, a, fair, b, seeds=(2, 3))
+    row = rows[("8 x 512", "lev_best vs tied (x1 vs x5)")]
+    assert row[10] == "seed 1" and row[11] == f"{fmt.pc(g['mean'])} (seeds 2-3, no interval)"
+    assert paper.v_held(recs, "8 x 512", "lev_best", "tied") == f"{fmt.pc(g['mean'])} over seeds 2-3 (n = 2 seed pairs, no interval)"
+    assert rows[("12 x 768", "lev vs tied")][11].startswith("- (no other seeds: seeds 1-2")
+    assert rows[("6 x 384", "lev vs tied")][10:12] == ["- (one rate)", "- (nothing selected)"]
+    more = copy.deepcopy(recs)
+    for arm, loss in ((a, 5.0), (b, 4.9)):
+        for s in (4, 5):
+            more["big_fair"]["runs"][f"{arm}_s{s}"] = dict(arm=arm, seed=s, emb="lev", loss=loss + 0.01 * s, zero_shot={})
+    held = paper.v_held(more, "8 x 512", "lev_best", "tied")
+    assert held.endswith("over 4 seed pairs (seeds 2-5)") and "[" in held
+    assert R.gap(fair, a, fair, b, seeds=()) is None                       # no seeds left: no comparison
+
+
+def test_a_best_at_the_edge_of_its_search_is_marked_and_says_which_seeds_selected_it(recs):
+    """12 x 768: every arm's best is the smaller of its two rates, in the rate table and the main table; a best
+    inside the range says so; the multiplier table names seed 1 as the selecting seed."""
+    from render import paper
+    for row in cells(trends.b_rates(recs, *trends.SIZE_XL_RATES)):
+        assert row[-1] == "6e-4, the smallest tried (6e-4-1e-3); selected on seeds 1-2"
+    cpu = {r[0]: r[-1] for r in cells(trends.b_rates(recs, *trends.LR_CPU))}
+    assert cpu["untied"] == "2e-3, inside the range tried (1e-3-4e-3); selected on seed 1"
+    main = {(r[0], r[3]): r for r in cells(paper.b_main(recs))}
+    assert main[("12 x 768", "lev vs tied")][5] == "2 (6e-4, the smallest tried); 2 (6e-4, the smallest tried)"
+    fair = {**recs, paper.FAIR: R.union(recs, paper.FAIR)}
+    mults = {r[0]: r for r in cells(tables.b_mults(fair, paper.FAIR, "tied", "untied"))}
+    assert mults["untied"][14] == "x100, inside the range tried; selected on seed 1"
+    assert fmt.edge(8, [1, 3, 5, 8]) == "x8, the largest tried (x1-x8)"
+
+
+def test_the_forest_plot_draws_the_main_tables_rows(recs, tmp_path):
+    """One point per main-table row, its mean change and its interval over seed pairs (none under 3 pairs)."""
+    from render import paper
+    rows = cells(paper.b_main(recs))
+    pts = figures.forest_points(recs)
+    assert len(pts) == len(rows)
+    for (label, mean, ci, n), row in zip(pts, rows):
+        assert label.startswith(f"{row[0]}: {row[3].split(' (')[0]}")
+        assert f"**{mean / 100:+.1%}**" == row[6] and str(n) == row[8]
+        assert (ci is None) == (row[7] == "-") and (ci is None or fmt.interval([c / 100 for c in ci]) == row[7])
+    assert os.path.getsize(figures.forest_figure(recs, str(tmp_path / "forest.png"))) > 1000

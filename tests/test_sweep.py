@@ -159,7 +159,7 @@ def test_multiplier_table_and_fair_comparison_by_hand():
     assert analysis_records.best_mult(rec, "tied") == "tied_x3" and analysis_records.best_mult(rec, "lev") == "lev"
     rows = [line.split(" | ") for line in tables.b_mults(dict(g=rec), "g").splitlines()[2:]]
     assert rows[0] == ["| tied", f"{math.exp(5.00):.2f} (1)",
-                       f"**{(math.exp(4.90) + math.exp(5.10)) / 2:.2f} (2)**", "x3",
+                       f"**{(math.exp(4.90) + math.exp(5.10)) / 2:.2f} (2)**", "x3, the largest tried; selected on seed 1",
                        f"{(math.exp(5.90) + math.exp(6.10)) / 2:.1f} |"]
     fair = tables.b_fair(dict(g=rec), "g", "lev-tied").splitlines()[2].split(" | ")
     assert fair[0] == "| lev vs tied_x3" and fair[2] == f"**{fmt.pc(math.expm1(0.0))}**"

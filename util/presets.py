@@ -57,6 +57,7 @@ PRESETS = {
 
 SAMPLING = dict(temperature=0.8, top_k=200)   # sample.py's defaults, and the sample at the end of training
 ADAMW = dict(weight_decay=0.1, beta1=0.9, beta2=0.95)   # train.py's AdamW defaults (nanoGPT's; our choice, method.md)
+SCHEDULE = dict(min_lr_ratio=0.1, grad_clip=1.0)   # train.py's cosine floor (x the peak rate) and gradient clip (nanoGPT's)
 
 
 def flags(size: dict, **extra) -> list:
