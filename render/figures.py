@@ -121,11 +121,11 @@ def forest_figure(recs, path):
                     label=None if kind in first else "mean change, under 3 seed pairs: no interval")
         first[kind] = True
     ax.axvline(0, color="k", lw=0.8)
-    ax.set_yticks(range(len(pts)), [p[0].replace(": ", ":\n") if len(p[0]) > 45 else p[0] for p in pts],
+    ax.set_yticks(range(len(pts)), [p[0].replace(": ", ":\n") if len(p[0]) > 36 else p[0] for p in pts],
                   fontsize=7)                                      # a long label on two lines
     ax.invert_yaxis()
     ax.set(xlabel="change of validation perplexity, first arm against second (%)",
-           title="The main table, each arm at its best rate found")
+           title="The main table: each row's first arm against its second, per body")
     ax.legend(frameon=False, fontsize=7, loc="lower right")
     return save(fig, path)
 
