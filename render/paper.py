@@ -167,7 +167,7 @@ HISTORY = (("cpu_first", "lev", "tied", "the first main comparison (cpu body, 2e
             "each input map at its own multiplier"),
            ("big_lnfix", "lev", "tied", "8 x 512 at 1e-3, LEV's LayerNorm not decayed", "big_fair"),
            ("big_sweep", "lev_best", "tied", "8 x 512, each model at its own rate (tied 6e-4, lev_best 1e-3)",
-            "big_fair: its lead came from the body's rate"),
+            "big_fair: the bodies at one rate, the tables' input maps at their best multipliers (x5, x100)"),
            ("big_sweep", "lev_best", "untied", "the same, against untied (4e-4)", "big_fair"),
            ("cpu_sweep", "lev_best", "tied", "the cpu body's best LEV at 2e-3", "the main table's 4 x 128 rows: each "
             "model at its best rate"),
