@@ -18,7 +18,8 @@ setting takes lev's rate unless given its own), in the group <body>_sweep:
     python -m experiments.sweep evaluate --body big --input ...        # reads each run's rate from its config.json
 
 The fair-rate group (docs/results.md section 3.2): every arm's body at one rate (--lr), each input map at a multiple
-of it (a setting's name + "_x<m>" adds --emb-lr-mult=<m>), in a group of its own (--group):
+of it (a setting's name + "_x<m>" adds --emb-lr-mult=<m>), in a group of its own (--group; --tokenizer o200k_base
+re-tokenises the corpus with the paper's vocabulary):
 
     python -m experiments.sweep train --body big --group big_fair --lr 6e-4 --input ... --seeds 1 \
         --settings tied untied lev lev_best tied_x3 untied_x3 lev_x3 lev_best_x3 tied_x1.67 ...
@@ -109,6 +110,7 @@ class SweepConfig:
     seeds: list[int] = field(default_factory=list)  # train: the seeds to train them with ([] = seed 1); evaluate
                                   # --variant: only these seeds' runs ([] = every seed)
     body: str = "cpu"             # the body (experiments/reproduce.py's --body)
+    tokenizer: str = "gpt2"       # the corpus's tokenizer (experiments/reproduce.py's --tokenizer), e.g. o200k_base
     group: str = ""               # the group's name, its folder and record ("" = <body>_sweep)
     title: str = ""               # the record's title: what the group is ("" = said from the body and the rates)
     lr: float = 0.0               # train: every setting's learning rate, the body's (0 = the body's preset rate)
@@ -203,7 +205,8 @@ def changed(path: str) -> list:
 
 def main(argv=None):
     sc = parse(SweepConfig, argv, description=__doc__, positional=("action",),
-               choices=dict(action=("train", "evaluate", "list"), body=tuple(reproduce.BODIES)))
+               choices=dict(action=("train", "evaluate", "list"), body=tuple(reproduce.BODIES),
+                            tokenizer=tuple(reproduce.BPE_FILES)))
     if sc.action == "list":
         for name, flags in SETTINGS.items():
             print(f"{name:<22}{' '.join(flags)}")
@@ -220,7 +223,7 @@ def main(argv=None):
         sys.exit("error: --input FILES is needed (the corpus, as for experiments/reproduce.py).")
     rc = reproduce.ReproduceConfig(corpus="text", input=sc.input, body=sc.body, out=sc.out, data_root=sc.data_root,
                                    dry_run=sc.dry_run, zero_shot=sc.zero_shot, steps=sc.steps,
-                                   train_flags=sc.train_flags)
+                                   train_flags=sc.train_flags, tokenizer=sc.tokenizer)
     dataset, zero_shot = reproduce.prepare(rc, sys.executable)
     common, steps = reproduce.common_flags(rc, dataset)
     runs_dir = os.path.join(group_dir(sc), "runs")
@@ -284,7 +287,7 @@ def run_order(label: str) -> tuple:
 
 def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> str:
     """The commands that make the group, as a reader would type them (file names, not this machine's paths)."""
-    if sc.body == "cpu":
+    if sc.body == "cpu" and not sc.group:
         return ("python -m experiments.sweep train --input shakespeare.txt kjv.txt austen.txt (stages: the results' "
                 "appendix, section F); python -m experiments.sweep evaluate --input ...")
     seeds = {}                                          # setting -> its seeds; one train command per seed set
@@ -297,6 +300,7 @@ def record_command(sc: SweepConfig, trained: dict, mixed: bool, runs: list) -> s
     lrs = [f"{n}={lr:g}" for n, lr in trained.items() if not n.startswith("lev_") or lr != trained.get("lev")]
     files = " ".join(os.path.basename(f) for f in sc.input)
     group = f" --group {sc.group}" if sc.group else ""
+    group += f" --tokenizer {sc.tokenizer}" if sc.tokenizer != "gpt2" else ""
     group += (f" --steps {sc.steps}" if sc.steps else "") + (f" --train-flags='{sc.train_flags}'" if sc.train_flags else "")
     one = next(iter(trained.values()))
     rate = (f" --lrs {' '.join(lrs)}" if mixed else

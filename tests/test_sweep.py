@@ -149,6 +149,24 @@ def test_the_fair_rate_group_trains_every_arm_at_one_body_rate_in_its_group(tmp_
         ["tied_s1", "tied_x1.67_s1", "tied_x3_s1", "lev_s2"]
 
 
+def test_a_fair_rate_group_at_the_papers_vocabulary_prepares_and_records_its_tokenizer(tmp_path, capsys):
+    """--tokenizer re-tokenises the corpus (and the zero-shot set) and reaches every run and the record's command; a
+    cpu-body group named with --group records its own commands, not the settings sweep's."""
+    sweep.main(["train", "--group", "cpu_fair_o200k", "--tokenizer", "o200k_base", "--lr", "4e-3", "--settings",
+                "tied_x3", "--seeds", "1", "--out", str(tmp_path), "--input", "corpus.txt", "--data-root",
+                str(tmp_path / "data"), "--dry-run"])
+    out = capsys.readouterr().out
+    prepare = [ln for ln in out.splitlines() if " data/prepare.py text " in ln]
+    assert len(prepare) == 1 and "--tokenizer o200k_base" in prepare[0], out
+    (tied,) = [ln for ln in out.splitlines() if " train.py " in ln]
+    assert "--dataset=repro_text_o200k_base" in tied and "--emb-lr-mult=3" in tied and "--lr=0.004" in tied
+    sc = sweep.SweepConfig(group="cpu_fair_o200k", tokenizer="o200k_base", input=["shakespeare.txt"])
+    assert sweep.record_command(sc, dict(tied_x3=4e-3), False, ["r/tied_x3_s1"]) == (
+        "python -m experiments.sweep train --body cpu --group cpu_fair_o200k --tokenizer o200k_base --input "
+        "shakespeare.txt --settings tied_x3 --seeds 1 --lr 0.004; python -m experiments.sweep evaluate --body cpu "
+        "--group cpu_fair_o200k --tokenizer o200k_base --input ...")
+
+
 def test_multiplier_table_and_fair_comparison_by_hand():
     """Each arm's best multiplier is the lowest loss on the seeds every multiplier ran (seed 1 here: tied_x3 wins
     although its seed 2 is worse); the fair comparison pairs the arms at their best multipliers by seed."""
