@@ -219,6 +219,7 @@ def test_a_transformers_older_than_the_oldest_checked_is_refused_in_a_sentence()
 
 
 OLD_PYTHON = os.environ.get("LEV_OLD_TRANSFORMERS_PYTHON")   # a python with an older transformers (docs/method.md)
+OLD_PYTHON = OLD_PYTHON and os.path.abspath(OLD_PYTHON)       # it runs in a temporary folder: a relative path too
 OLD_LOAD = """
 import json, sys, torch, transformers
 cases, out = torch.load(sys.argv[1]), {"version": transformers.__version__}
