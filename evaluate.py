@@ -104,7 +104,8 @@ class EvalConfig:
     plots: str = ""               # draw the figures (analysis/plots.py) into this folder ("" = none)
     json: str = ""                # where the result goes ("" = <first run>/eval.json)
     summary: str = ""             # also write the markdown results table (report.summary) to this file
-    overwrite: bool = False       # let --json / --summary / --plots replace files evaluate.py did not write (a run's own: never)
+    overwrite: bool = False       # let --json / --summary / --plots replace files evaluate.py did not write (a run's
+                                  # own: never)
     batch_size: int = 8           # windows per forward pass
     cache: bool = False           # keep each run's scores in <run>/eval_cache/ and reuse them while the checkpoint, the
                                   # windows, the options that change a score and the scoring code are unchanged
@@ -556,6 +557,7 @@ def evaluate(a: EvalConfig, say=print):
 
 
 FIGURES = ("curves.png", "buckets.png", "lev_basis.png", "embeddings.png", "neighbours.txt")   # what figures() writes
+CURVES, BUCKETS, LEV_BASIS, EMBEDDINGS, NEIGHBOURS = FIGURES
 
 
 def figures(result, out_dir, device="auto", say=print):
@@ -569,8 +571,8 @@ def figures(result, out_dir, device="auto", say=print):
     say(f"drawing the figures into {out_dir} ...")
     logs = {r["label"]: read_log(os.path.join(r["dir"], "log.jsonl")) for r in runs
             if os.path.exists(os.path.join(r["dir"], "log.jsonl"))}
-    files = [plots.plot_curves(runs, logs, join("curves.png"), (result.get("efficiency") or {}).get("target_loss")),
-             plots.plot_buckets(result, join("buckets.png"))]
+    files = [plots.plot_curves(runs, logs, join(CURVES), (result.get("efficiency") or {}).get("target_loss")),
+             plots.plot_buckets(result, join(BUCKETS))]
     data = open_dataset(result["train_dataset"])
     counts, tokenizer = data.train_counts(), data.tokenizer()
     picked = pick_tokens(counts, tokenizer)
@@ -583,13 +585,13 @@ def figures(result, out_dir, device="auto", say=print):
             stats[r["label"]], near[r["label"]] = cosine_stats(table, counts), neighbour_lists(table, picked)
             del table
             if r["emb"] == "lev" and not lev_done:
-                files.append(plots.plot_lev_basis(model.wte, join("lev_basis.png"), title=f"{r['label']}: "))
+                files.append(plots.plot_lev_basis(model.wte, join(LEV_BASIS), title=f"{r['label']}: "))
                 lev_done = True
         del model
     text = neighbour_text(near, tokenizer, counts, picked)
-    with open(join("neighbours.txt"), "w") as f:
+    with open(join(NEIGHBOURS), "w") as f:
         f.write(text + "\n")
-    files += [plots.plot_embeddings(stats, join("embeddings.png")), join("neighbours.txt")]
+    files += [plots.plot_embeddings(stats, join(EMBEDDINGS)), join(NEIGHBOURS)]
     return dict(files=files, neighbours=text)
 
 

@@ -266,17 +266,22 @@ def part_mults(arm: str) -> tuple:
     return base, cb, m
 
 
+def mult_arms(record: dict, base: str) -> list:
+    """The arms of `base` in a record: base, base_x<m>, and for LEV base_cb<c>[_x<m>]."""
+    return [a for a in arms(record) if part_mults(a)[0] == base]
+
+
 def mult_selectors(record: dict, base: str) -> set:
     """The seeds that select `base`'s best multiplier (best_mult): those every one of its multipliers ran (seed 1 in
     a multiplier search); empty where the record has none of its arms."""
-    arms_ = [a for a in arms(record) if part_mults(a)[0] == base]
+    arms_ = mult_arms(record, base)
     return set.intersection(*(set(losses(record, a)) for a in arms_)) if arms_ else set()
 
 
 def best_mult(record: dict, base: str) -> str:
-    """The arm of `base` (base, base_x<m>, and for LEV base_cb<c>[_x<m>]) with the lowest mean loss over the seeds
-    that every one of its multipliers ran (mult_selectors); None where the record has none of them."""
-    arms_ = [a for a in arms(record) if part_mults(a)[0] == base]
+    """The arm of `base` (mult_arms) with the lowest mean loss over the seeds that every one of its multipliers ran
+    (mult_selectors); None where the record has none of them."""
+    arms_ = mult_arms(record, base)
     if not arms_:
         return None
     common = mult_selectors(record, base)

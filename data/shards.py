@@ -17,15 +17,20 @@ Layout (like llm.c's .bin files, plus the dtype and vocabulary size, so a reader
         [5:] zero (reserved)
     body:   the tokens, uint16 or uint32, little-endian
 
-A shard is written to a temporary file and renamed into place, so a crash never leaves a half-written
-file under the final name; a file whose size does not match its header is rejected by read_shard. A job that
+A shard is written to a temporary file and renamed into place (util/files.atomic), so a crash never leaves a half-
+written file under the final name; a file whose size does not match its header is rejected by read_shard. A job that
 reads windows with read_window notices a shard changed under it (truncated, rewritten, replaced): ShardChanged, a
 sentence naming the file, where a memory map would have ended the process with SIGBUS.
 """
 import os
 import sys
 
+if __package__ in (None, ""):  # run as `python data/shards.py`: import the project's packages from the repo root
+    sys.path[0] = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
 import numpy as np
+
+from util import files
 
 MAGIC = 260122040
 VERSION = 1
@@ -55,13 +60,9 @@ def write_shard(path, tokens, vocab_size):
         raise ValueError(f"Refusing to write {path}: token id {int(bad)} is outside [0, {vocab_size}).")
     header = np.zeros(HEADER_INTS, dtype="<i4")
     header[:5] = [MAGIC, VERSION, dtype.itemsize, len(tokens), vocab_size]
-    tmp = f"{path}.tmp-{os.getpid()}"
-    with open(tmp, "wb") as f:
+    with files.atomic(path, "wb") as f:
         f.write(header.tobytes())
         f.write(tokens.astype(dtype, copy=False).tobytes())
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)  # atomic on POSIX and Windows
     return len(tokens)
 
 

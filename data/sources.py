@@ -305,23 +305,20 @@ def topic_pieces(texts, val_fraction, piece_chars=1 << 20):
 
 
 def download(url, path, what, offline_hint):
-    """Stream `url` to path + ".tmp", then rename it to `path` (so a broken download never looks done)."""
+    """Stream `url` to `path` through a temporary file (util/files.atomic), so a broken download never looks done."""
     from tqdm import tqdm
 
     print(f"downloading {url} -> {path}")
     os.makedirs(os.path.dirname(path) or ".", exist_ok=True)
     try:
-        with urllib.request.urlopen(url, timeout=30) as r, open(path + ".tmp", "wb") as f:
+        with urllib.request.urlopen(url, timeout=30) as r, files.atomic(path, "wb") as f:
             size = int(r.headers.get("Content-Length") or 0) or None
             with tqdm(total=size, unit="B", unit_scale=True, desc=os.path.basename(path)) as bar:
                 while chunk := r.read(1 << 20):
                     f.write(chunk)
                     bar.update(len(chunk))
     except OSError as e:
-        if os.path.exists(path + ".tmp"):
-            os.remove(path + ".tmp")
         raise RuntimeError(f"Could not download {what} from {url} ({e}). {offline_hint}") from None
-    os.replace(path + ".tmp", path)
     return path
 
 

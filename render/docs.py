@@ -1,9 +1,7 @@
 """The docs and the command: which docs are rendered (FILLED, NOTEBOOKS, TRENDS), the registries of blocks and inline
-values (BLOCKS, VALUES: render.tables, render.trends, render.values, render.paper, render.recipe,
-render.perf), filling a doc's
-markers (call, fill), the claims' check (render.claims), docs/results/trends.md whole, the abstract a notebook prints,
-and `python -m render [--check]`
-(the markers: the package's docstring)."""
+values (BLOCKS, VALUES: render.tables, render.trends, render.values, render.paper, render.recipe, render.perf),
+filling a doc's markers (call, fill), the claims' check (render.claims), docs/results/trends.md whole, the abstract a
+notebook prints, and `python -m render [--check]` (the markers: the package's docstring)."""
 import json
 import os
 import re

@@ -1,12 +1,12 @@
 """The figures the docs show, from the run records, written to docs/results/ by `python -m render`: the main table
-as a forest plot, the main comparison's curves and buckets, the trends, LEV's settings, the fair-rate group's rates and input norms, the longer
-group's curves."""
+as a forest plot, the main comparison's curves and buckets, the trends, LEV's settings, the fair-rate group's rates
+and input norms, the longer group's curves."""
 import math
 import os
 
 from analysis import records as R
-from render.fmt import mult_of, pc
-from render.paper import main_rows
+from render.fmt import pc
+from render.paper import main_rows, row_label
 from render.tables import curve_means, part_grid, seed_curves
 from render.trends import LENGTH, LR_CPU, SIZE, VOCAB, axis_x, rates
 from render.values import fair_gap
@@ -98,9 +98,9 @@ def forest_points(recs) -> list:
     None, seed pairs), in %."""
     out = []
     for x in main_rows(recs):
-        g, mults = x["g"], x["how"] in ("fair", "carried")
-        label = f"{x['body']}: {x['a']} vs {x['b']}" + (f" ({mult_of(x['arm_a'])} vs {mult_of(x['arm_b'])})" if mults else "")
-        out.append((label, 100 * g["mean"], [100 * c for c in g["ci"]] if g["ci"] else None, g["n"]))
+        g = x["g"]
+        out.append((f"{x['body']}: {row_label(x)}", 100 * g["mean"], [100 * c for c in g["ci"]] if g["ci"] else None,
+                    g["n"]))
     return out
 
 

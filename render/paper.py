@@ -41,8 +41,8 @@ def tried(recs, how, groups, arm, best) -> tuple:
     r = record(recs, groups[0])
     if how in ("fair", "carried"):
         search = record(recs, groups[-1])
-        whole = [R.part_mults(x)[2] for x in R.arms(search) if R.part_mults(x)[0] == arm and R.part_mults(x)[1] is None]
-        n = sum(R.part_mults(x)[0] == arm for x in R.arms(r))
+        whole = [R.part_mults(x)[2] for x in R.mult_arms(search, arm) if R.part_mults(x)[1] is None]
+        n = len(R.mult_arms(r, arm))
         return n, mult_of(best), edge_word(R.part_mults(best)[2], whole), R.mult_selectors(search, arm)
     return 1, lr_text(r["setting"].get("lrs", {}).get(arm, r["setting"]["lr"])), "one rate", set()
 
@@ -106,6 +106,12 @@ def held_text(row) -> str:
         f"({seeds_text(h['seeds'])}{'' if h['ci'] else ', no interval'})"
 
 
+def row_label(row) -> str:
+    """"lev_best vs tied (x1 vs x5)": a main-table row's comparison, with the multipliers where a search chose them."""
+    return f"{row['a']} vs {row['b']}" + (f" ({mult_of(row['arm_a'])} vs {mult_of(row['arm_b'])})"
+                                          if row["how"] in ("fair", "carried") else "")
+
+
 def tried_text(t) -> str:
     """"4 (4e-3, inside the range tried)": how many settings an arm tried, its best and where it lies among them."""
     return f"1 ({t[1]})" if t[0] == 1 else f"{t[0]} ({t[1]}, {t[2]})"
@@ -131,9 +137,7 @@ def b_main(recs, form="full") -> str:
         g, z = x["g"], x["z"]
         device = "one H200" if x["ra"]["device"] == "cuda" else "2-core CPU"
         tokens = f"{x['ra']['setting']['tokens'] / 1e6:.2f}M"
-        label = f"{x['a']} vs {x['b']}" + (f" ({mult_of(x['arm_a'])} vs {mult_of(x['arm_b'])})"
-                                           if x["how"] in ("fair", "carried") else "")
-        rows.append([x["body"], device, tokens, label, HOW[x["how"]],
+        rows.append([x["body"], device, tokens, row_label(x), HOW[x["how"]],
                      f"{tried_text(x['tried_a'])}; {tried_text(x['tried_b'])}", f"**{pc(g['mean'])}**",
                      interval(g["ci"]) if g["ci"] else "-", g["n"], direction_text(g), selected_text(x), held_text(x),
                      "-" if z is None else f"{pc(z['mean'])} ({z['n']})"])

@@ -170,9 +170,10 @@ def is_run_log(path: str) -> bool:
     try:
         with open(path, encoding="utf-8") as f:
             first = f.readline()
-        return not first or isinstance(json.loads(first), dict) and "event" in json.loads(first)
+        event = json.loads(first) if first else {"event": None}
     except (OSError, ValueError):
         return False
+    return isinstance(event, dict) and "event" in event
 
 
 def check_same_view(saved: dict, args, given: set, world: int, ckpt: dict, path: str):
