@@ -13,7 +13,7 @@ from render.values import fair_gap
 
 DOCS = os.path.join(R.ROOT, "docs", "results")                                         # where the figures go
 COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
-FAIR = "big_fair+big_fair_parts"        # the fair-rate group with the runs beside it (records.union)
+FAIR = "big_fair+big_fair_parts+big_fair_seeds"        # the fair-rate group with the runs beside it (records.union)
 
 
 def save(fig, path):

@@ -12,7 +12,7 @@ from render.fmt import LEGEND, edge_word, interval, lr_text, md_table, mult_of, 
 from render.trends import LR_CPU, SIZE_XL_RATES, at_best, best_rate, rate_selectors, rates
 from render.values import unseen_effect
 
-FAIR = "big_fair+big_fair_parts"          # the fair-rate group with the runs beside it (records.union)
+FAIR = "big_fair+big_fair_parts+big_fair_seeds"          # the fair-rate group with the runs beside it (records.union)
 ABSTRACT = os.path.join(R.ROOT, "docs", "results", "abstract.md")   # the abstract's one home (markers and all)
 
 # The main table's rows: (body, device, how each arm's rate was chosen, the group(s), arm a, arm b). How:
@@ -176,7 +176,9 @@ HISTORY = (("cpu_first", "lev", "tied", "the first main comparison (cpu body, 2e
            ("cpu_sweep", "lev_best", "tied", "the cpu body's best LEV at 2e-3", "the main table's 4 x 128 rows: each "
             "model at its best rate"),
            ("big_fair", "lev_best", "untied_x45", "8 x 512, the body at one rate; untied's search stopped at x45, the "
-            "largest it had tried", "big_fair_parts: untied further up (x70-x150)"))
+            "largest it had tried", "big_fair_parts: untied further up (x70-x150)"),
+           ("big_fair", "lev_best", "tied_x5", "8 x 512, the body at one rate, seeds 1-3", "big_fair_seeds: seeds 4-5 "
+            "beside, the main table's 5 pairs"))
 
 
 def b_history(recs) -> str:

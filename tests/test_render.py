@@ -218,25 +218,27 @@ def test_the_parameter_table_equals_every_recorded_count(recs):
 
 
 def test_the_main_table_gives_each_row_over_the_seeds_that_did_not_select_it(recs):
-    """The column over the other seeds is records.gap over seeds 2-3 where seed 1 selected the rates; with seeds 4
-    and 5 added it reads seeds 2-5 with an interval; a row whose rates every seed selected (12 x 768) or where
-    nothing was selected (one rate) says so."""
+    """The column over the other seeds is records.gap over the seeds that did not select the rates: at 8 x 512 seed 1
+    selected them and seeds 2-5 (big_fair_seeds adds 4 and 5) give an interval; without big_fair_seeds it reads
+    seeds 2-3 and no interval; a row whose rates every seed selected (12 x 768) or where nothing was selected (one
+    rate) says so."""
     from render import paper
     rows = {(r[0], r[3]): r for r in cells(paper.b_main(recs))}
     fair = paper.record(recs, paper.FAIR)
     a, b = R.best_mult(fair, "lev_best"), R.best_mult(fair, "tied")
-    g = R.gap(fair, a, fair, b, seeds=(2, 3))
+    g = R.gap(fair, a, fair, b, seeds=(2, 3, 4, 5))
     row = rows[("8 x 512", "lev_best vs tied (x1 vs x5)")]
-    assert row[10] == "seed 1" and row[11] == f"{fmt.pc(g['mean'])} (seeds 2-3, no interval)"
-    assert paper.v_held(recs, "8 x 512", "lev_best", "tied") == f"{fmt.pc(g['mean'])} over seeds 2-3 (n = 2 seed pairs, no interval)"
+    assert str(row[8]) == "5"
+    assert row[10] == "seed 1" and row[11] == f"{fmt.pc(g['mean'])} {fmt.interval(g['ci'])} (seeds 2-5)"
+    assert paper.v_held(recs, "8 x 512", "lev_best", "tied") == \
+        f"{fmt.pc(g['mean'])} {fmt.interval(g['ci'])} over 4 seed pairs (seeds 2-5)"
     assert rows[("12 x 768", "lev vs tied")][11].startswith("- (no other seeds: seeds 1-2")
     assert rows[("6 x 384", "lev vs tied")][10:12] == ["- (one rate)", "- (nothing selected)"]
-    more = copy.deepcopy(recs)
-    for arm, loss in ((a, 5.0), (b, 4.9)):
-        for s in (4, 5):
-            more["big_fair"]["runs"][f"{arm}_s{s}"] = dict(arm=arm, seed=s, emb="lev", loss=loss + 0.01 * s, zero_shot={})
-    held = paper.v_held(more, "8 x 512", "lev_best", "tied")
-    assert held.endswith("over 4 seed pairs (seeds 2-5)") and "[" in held
+    fewer = {n: r for n, r in recs.items() if n != "big_fair_seeds"}     # the three seed pairs of big_fair alone
+    three = paper.record(fewer, paper.FAIR)
+    g3 = R.gap(three, a, three, b, seeds=(2, 3))
+    assert paper.v_held(fewer, "8 x 512", "lev_best", "tied") == \
+        f"{fmt.pc(g3['mean'])} over seeds 2-3 (n = 2 seed pairs, no interval)"
     assert R.gap(fair, a, fair, b, seeds=()) is None                       # no seeds left: no comparison
 
 
