@@ -121,13 +121,25 @@ def gap(a: dict, arm_a: str, b: dict, arm_b: str, key: str = "loss", seeds=None)
     every one). None where no seed pairs."""
     la, lb = losses(a, arm_a, key), losses(b, arm_b, key)
     common = sorted(set(la) & set(lb) & (set(la) if seeds is None else set(seeds)))
-    if not common:
-        return None
-    d = [la[s] - lb[s] for s in common]                                      # nats, per seed pair
+    return paired(common, [la[s] - lb[s] for s in common]) if common else None
+
+
+def gap_change(first: dict, second: dict) -> dict:
+    """How far a comparison moves from one setting to another (e.g. LEV's gap to tied at GPT-2's vocabulary, then at
+    o200k_base): per run seed that both gaps (gap()'s results) hold, the second's loss gap minus the first's, with
+    gap()'s fields. Its mean 0.05 says the second's perplexity ratio is 5% higher than the first's (a larger gap);
+    its interval is over those seeds. None where the two share no seed."""
+    d1, d2 = dict(zip(first["seeds"], first["dlosses"])), dict(zip(second["seeds"], second["dlosses"]))
+    common = sorted(set(d1) & set(d2))
+    return paired(common, [d2[s] - d1[s] for s in common]) if common else None
+
+
+def paired(seeds: list, d: list) -> dict:
+    """gap()'s fields from per-seed differences of loss (nats), one per seed in `seeds`."""
     n, mean = len(d), sum(d) / len(d)
     sd = math.sqrt(sum((x - mean) ** 2 for x in d) / (n - 1)) if n > 1 else None
-    out = dict(seeds=common, gaps=[pct(x) for x in d], mean=pct(mean), dloss=mean, behind=sum(x > 0 for x in d), n=n,
-               sd=None if n < 2 else sample_sd([pct(x) for x in d]), ci=None)
+    out = dict(seeds=list(seeds), gaps=[pct(x) for x in d], dlosses=list(d), mean=pct(mean), dloss=mean,
+               behind=sum(x > 0 for x in d), n=n, sd=None if n < 2 else sample_sd([pct(x) for x in d]), ci=None)
     if n >= 3:
         half = t975(n - 1) * sd / math.sqrt(n)
         out["ci"] = [pct(mean - half), pct(mean + half)]

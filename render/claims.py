@@ -4,7 +4,9 @@ People write the prose; a direction word in it ("ahead", "behind", "level", "bea
 sentence that holds a claim marker, `<!-- claim: WORD SPEC[; SPEC ...] -->`, which `python -m render --check`
 evaluates on the records. A SPEC names one comparison, "GROUP A B [KEY]": arm A against arm B of GROUP, paired by run
 seed; an arm may be "ARM@best" (its best multiplier, records.best_mult) or "OTHER_GROUP:ARM"; GROUP may be a union
-"A+B" (records.union); KEY is "loss" (validation, the default) or "zero_shot:<dataset>". The rule, the one in
+"A+B" (records.union); KEY is "loss" (validation, the default) or "zero_shot:<dataset>". "SPEC2 minus SPEC1" names
+how far a comparison moves from one group to another (the gap of SPEC2 less that of SPEC1, per run seed: "behind"
+when it grows, as LEV's gap to tied from GPT-2's vocabulary to o200k_base's). The rule, the one in
 docs/results.md's "How to read a comparison":
 
     ahead / behind   a 95% interval over 3 or more seed pairs that lies below / above zero (A's perplexity lower /
@@ -48,7 +50,14 @@ def direction(g) -> str:
 
 
 def comparison(recs, spec: str) -> dict:
-    """The gap a SPEC names ("GROUP A B [KEY]")."""
+    """The gap a SPEC names ("GROUP A B [KEY]"), or for "SPEC2 minus SPEC1" how far the comparison moves from SPEC1's
+    group to SPEC2's, paired by run seed (records.gap_change: "behind" when the gap grows)."""
+    if " minus " in spec:
+        second, first = spec.split(" minus ", 1)
+        g = R.gap_change(comparison(recs, first), comparison(recs, second))
+        if g is None:
+            raise ValueError(f"claim {spec!r}: the two comparisons share no run seed")
+        return g
     parts = spec.split()
     if len(parts) not in (3, 4):
         raise ValueError(f"a claim's comparison is GROUP A B [KEY], got {spec!r}")

@@ -169,3 +169,33 @@ def test_a_claim_on_a_union_of_groups_reads_both():
     assert claims.holds(recs, "ahead a+b untied_x100 lev") == (True, "ahead")
     with pytest.raises(ValueError, match="share no run seed"):
         claims.comparison(dict(a=a, b=group("b", [run("untied_x100", 4, 4.8)])), "a+b lev untied_x100")
+
+
+def test_how_far_a_gap_moves_between_groups_is_paired_by_seed():
+    """"SPEC2 minus SPEC1" (records.gap_change): per run seed, SPEC2's loss gap less SPEC1's, with an interval over
+    the seeds both hold, computed here by hand; a gap that grows reads "behind", one that stays "level", and a value
+    marker quotes it like any comparison."""
+    import math
+    run = lambda a, s, l: (f"{a}_s{s}", dict(arm=a, seed=s, loss=l))
+    group = lambda name, runs: dict(name=name, runs=dict(runs))
+    small = group("small", [run("lev", s, 5.0 + 0.02 * s) for s in (1, 2, 3, 4)] +
+                  [run("tied", s, 4.9 + 0.01 * s) for s in (1, 2, 3)])
+    big = group("big", [run("lev", s, 6.0 + d) for s, d in ((1, 0.13), (2, 0.10), (3, 0.14))] +
+                [run("tied", s, 6.0) for s in (1, 2, 3)])
+    recs = dict(small=small, big=big)
+    g = claims.comparison(recs, "big lev tied minus small lev tied")
+    by_hand = [(6.0 + d - 6.0) - ((5.0 + 0.02 * s) - (4.9 + 0.01 * s)) for s, d in ((1, 0.13), (2, 0.10), (3, 0.14))]
+    mean = sum(by_hand) / 3
+    half = R.t975(2) * math.sqrt(sum((x - mean) ** 2 for x in by_hand) / 2) / math.sqrt(3)
+    assert g["seeds"] == [1, 2, 3] and g["dlosses"] == pytest.approx(by_hand)
+    assert g["mean"] == pytest.approx(math.expm1(mean)) and g["ci"] == pytest.approx([math.expm1(mean - half),
+                                                                                      math.expm1(mean + half)])
+    assert claims.holds(recs, "level big lev tied minus small lev tied") == (True, "level")
+    grown = copy.deepcopy(recs)
+    for s in (1, 2, 3):
+        grown["big"]["runs"][f"lev_s{s}"]["loss"] += 0.2 + 0.001 * s
+    assert claims.holds(grown, "behind big lev tied minus small lev tied") == (True, "behind")
+    assert paper.v_pair(grown, "big", "lev", "tied", "minus", "small", "lev", "tied").endswith("over 3 seed pairs")
+    with pytest.raises(ValueError, match="share no run seed"):
+        claims.comparison(dict(small=small, big=group("big", [run("lev", 9, 6), run("tied", 9, 6)])),
+                          "big lev tied minus small lev tied")
