@@ -30,6 +30,7 @@ VALUE = re.compile(r"(<!-- = (.+?) -->)(.*?)(<!-- = -->)", re.S)
 BLOCKS = dict(group=tables.b_group, arms=tables.b_arms, buckets=tables.b_buckets, curve=tables.b_curve,
               efficiency=tables.b_efficiency, downstream=tables.b_downstream, protocol=tables.b_protocol,
               compare=tables.b_compare, rates=trends.b_rates, at_best=trends.b_at_best, trend=trends.b_trend,
+              vocab_fair=trends.b_vocab_fair,
               fit=trends.b_fit, shares=trends.b_shares, sweep=tables.b_sweep,
               ablation=tables.b_ablation, mults=tables.b_mults, fair=tables.b_fair, fair_seen=tables.b_fair_seen,
               zero_seen=tables.b_zero_seen, near_unseen=tables.b_near_unseen,

@@ -269,3 +269,24 @@ def test_the_forest_plot_draws_the_main_tables_rows(recs, tmp_path):
         assert f"**{mean / 100:+.1%}**" == row[6] and str(n) == row[8]
         assert (ci is None) == (row[7] == "-") and (ci is None or fmt.interval([c / 100 for c in ci]) == row[7])
     assert os.path.getsize(figures.forest_figure(recs, str(tmp_path / "forest.png"))) > 1000
+
+
+def test_the_vocabulary_table_reads_each_group_at_its_best_and_the_change_by_seed():
+    """b_vocab_fair: each arm at its own group's best multiplier (which may differ between vocabularies), both gaps
+    paired by seed, and the second less the first per seed (its mean and interval computed here by hand)."""
+    import math
+    run = lambda a, s, l: (f"{a}_s{s}", dict(arm=a, seed=s, loss=l))
+    def group(name, tok, lev, tied):          # tied at x3 is best at gpt2, at x10 at o200k_base
+        runs = [run("lev", s, v) for s, v in lev.items()] + [run("tied_x3", s, v) for s, v in tied.items()]
+        runs += [run("tied_x10", 1, tied[1] + (0.05 if tok == "gpt2" else -0.05))]
+        runs += [run("tied_x10", s, tied[s] - 0.05) for s in (2, 3)] if tok != "gpt2" else []
+        return dict(name=name, setting=dict(tokenizer=tok), runs=dict(runs))
+    recs = dict(g=group("g", "gpt2", {1: 5.1, 2: 5.12, 3: 5.11}, {1: 5.0, 2: 5.0, 3: 5.0}),
+                o=group("o", "o200k_base", {1: 5.5, 2: 5.5, 3: 5.52}, {1: 5.45, 2: 5.44, 3: 5.46}))
+    row = cells(trends.b_vocab_fair(recs, "g", "o", "lev-tied"))[0]
+    assert row[1].startswith("x1 vs x3: ") and row[2].startswith("x1 vs x10: ")
+    d = [(5.5 - 5.40) - (5.1 - 5.0), (5.5 - 5.39) - (5.12 - 5.0), (5.52 - 5.41) - (5.11 - 5.0)]
+    m = sum(d) / 3
+    half = R.t975(2) * math.sqrt(sum((x - m) ** 2 for x in d) / 2) / math.sqrt(3)
+    assert row[3] == f"{fmt.pc(math.expm1(m))} {fmt.interval([math.expm1(m - half), math.expm1(m + half)])} (3)"
+    assert row[4] == ("level" if m - half <= 0 <= m + half else "behind" if m - half > 0 else "ahead")
