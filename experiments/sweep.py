@@ -132,6 +132,18 @@ class SweepConfig:
     dry_run: bool = False         # print the commands, run nothing
 
 
+def default_title(sc: SweepConfig, trained: dict, mixed: bool) -> str:
+    """A group's record title when --title is not given: the settings sweep (the cpu body's own group), a fair-rate
+    group (a setting with a multiplier: the body at one rate, each input map at a multiple of it), or the sweep's
+    settings at a larger body; a tokenizer other than GPT-2's is named."""
+    tok = "" if sc.tokenizer == "gpt2" else f", {sc.tokenizer}"
+    if any(records.input_mult(n)[1] != 1.0 for n in trained) and not mixed:
+        return f"the {sc.body} body at one rate ({next(iter(trained.values())):g}), each input map at a multiple of it{tok}"
+    if sc.body == "cpu" and not sc.group:
+        return "LEV's own settings, one at a time, with tied and untied" + tok
+    return f"the sweep's settings at the {sc.body} body" + (", each arm at its own learning rate" if mixed else "") + tok
+
+
 def group_dir(sc: SweepConfig) -> str:
     return os.path.join(sc.out, "text", sc.group or f"{sc.body}_sweep")
 
@@ -268,10 +280,8 @@ def main(argv=None):
         runs_s = json.load(open(timing))["runs_s"] if os.path.exists(timing) else {}
         trained = {records.arm_of(os.path.basename(d))[0]: records.run_setting(d)["lr"] for d in runs}
         mixed = len(set(trained.values())) > 1
-        title = sc.title or (f"group {os.path.basename(group_dir(sc))}'s runs scored with {sc.eval_flags}" if sc.variant else
-                             "LEV's own settings, one at a time, with tied and untied" if sc.body == "cpu" else
-                             f"the sweep's settings at the {sc.body} body" +
-                             (", each arm at its own learning rate" if mixed else ""))
+        title = sc.title or (f"group {os.path.basename(group_dir(sc))}'s runs scored with {sc.eval_flags}" if sc.variant
+                             else default_title(sc, trained, mixed))
         print("record:", reproduce.write_record(
             results, record_command(sc, trained, mixed, runs), [], runs_s, time.time() - t0, title,
             (), sc.record, lrs=trained if mixed else None, note=sc.note or None,

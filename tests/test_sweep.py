@@ -324,3 +324,17 @@ def test_a_group_beside_another_joins_it_by_seed_and_lev_parts_have_their_own_ta
     other = dict(b, setting=dict(body="big", tokens=4096000))
     with pytest.raises(ValueError, match="different settings"):
         analysis_records.union(dict(a=a, b=other), "a+b")
+
+
+def test_a_groups_default_title_says_what_kind_of_group_it_is():
+    """A multiplier group's record says it is one (the settings sweep's own title went to every cpu group before), and
+    names a tokenizer other than GPT-2's; the settings sweep and a larger body keep theirs."""
+    fair = {"tied": 0.004, "tied_x10": 0.004, "lev_x0.12": 0.004}
+    assert sweep.default_title(sweep.SweepConfig(body="cpu", group="cpu_fair"), fair, False) == \
+        "the cpu body at one rate (0.004), each input map at a multiple of it"
+    assert sweep.default_title(sweep.SweepConfig(body="cpu", group="g", tokenizer="o200k_base"), fair, False) \
+        .endswith("a multiple of it, o200k_base")
+    assert sweep.default_title(sweep.SweepConfig(body="cpu"), {"tied": 2e-3, "lev": 2e-3}, False) == \
+        "LEV's own settings, one at a time, with tied and untied"
+    assert sweep.default_title(sweep.SweepConfig(body="big"), {"tied": 6e-4, "lev": 1e-3}, True) == \
+        "the sweep's settings at the big body, each arm at its own learning rate"
