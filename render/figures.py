@@ -6,14 +6,13 @@ import os
 
 from analysis import records as R
 from render.fmt import pc
-from render.paper import main_rows, row_label
+from render.paper import FAIR, main_rows, row_label
 from render.tables import curve_means, part_grid, seed_curves
 from render.trends import LENGTH, LR_CPU, SIZE, VOCAB, axis_x, rates
 from render.values import fair_gap
 
 DOCS = os.path.join(R.ROOT, "docs", "results")                                         # where the figures go
 COLORS = {"tied": "C0", "untied": "C1", "lev": "C2"}
-FAIR = "big_fair+big_fair_parts+big_fair_seeds"        # the fair-rate group with the runs beside it (records.union)
 
 
 def save(fig, path):

@@ -7,6 +7,7 @@ import math
 import numpy as np
 
 from analysis import records as R
+from render.claims import direction
 from render.fmt import LEGEND, behind, edge, interval, lr_text, md_table, mult_of, pc, per_seed, seeds_text
 from render.tables import b_compare
 
@@ -190,15 +191,14 @@ def b_vocab_fair(recs, first, second, *pairs) -> str:
     """Two fair-rate groups that differ in their tokenizer (the body at one rate, each input map at its best
     multiplier): each pair "a-b" at each vocabulary, paired by seed, and how far the second vocabulary moves the gap
     (records.gap_change: per run seed the second's loss gap less the first's, with its interval and direction)."""
-    from render.claims import direction
     r1, r2 = recs[first], recs[second]
+    cell = lambda g: (f"{pc(g['mean'])} {interval(g['ci'])}" if g["ci"] else f"{pc(g['mean'])}") + f" ({g['n']})"
     rows = []
     for pair in pairs:
         a, b = pair.split("-")
         (a1, b1), (a2, b2) = ((R.best_mult(r, a), R.best_mult(r, b)) for r in (r1, r2))
         g1, g2 = R.gap(r1, a1, r1, b1), R.gap(r2, a2, r2, b2)
         moved = R.gap_change(g1, g2)
-        cell = lambda g: (f"{pc(g['mean'])} {interval(g['ci'])}" if g["ci"] else f"{pc(g['mean'])}") + f" ({g['n']})"
         rows.append([f"{a} vs {b}", f"{mult_of(a1)} vs {mult_of(b1)}: {cell(g1)}",
                      f"{mult_of(a2)} vs {mult_of(b2)}: {cell(g2)}",
                      "-" if moved is None else cell(moved), "-" if moved is None else direction(moved)])
