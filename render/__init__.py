@@ -1,8 +1,8 @@
 """
 The docs' renderer: every table, inline value and figure of the docs, rendered from the records (analysis/records.py
 for the runs, analysis/perf_records.py for the benchmarks): the marked blocks of README.md, docs/results.md,
-docs/method.md, docs/scaling.md, docs/results/appendix.md and docs/performance.md, the whole of docs/results/trends.md,
-the abstract that notebooks 01 and 02 print, and the figures in docs/results/.
+docs/method.md, docs/scaling.md, docs/reproduce.md, docs/results/appendix.md and docs/performance.md, the whole of
+docs/results/trends.md, the abstract that notebooks 01 and 02 print, and the figures in docs/results/.
 
     python -m render            # fill the blocks, write trends.md, the notebooks' abstract and the figures
     python -m render --check    # exit 1 and name every doc that differs from the records, and every claim that fails

@@ -19,7 +19,8 @@ from render.trends import (LENGTH, LR_CPU, SIZE, SIZE_BIG_RATES, SIZE_OTHERS, SI
 ROOT = R.ROOT
 RESULTS = os.path.join(ROOT, "docs", "results.md")
 FILLED = [os.path.join(ROOT, "README.md"), RESULTS, paper.ABSTRACT, os.path.join(ROOT, "docs", "method.md"),
-          os.path.join(ROOT, "docs", "results", "appendix.md"), os.path.join(ROOT, "docs", "scaling.md"), perf.PAGE]                                                                   # docs with marked blocks
+          os.path.join(ROOT, "docs", "results", "appendix.md"), os.path.join(ROOT, "docs", "scaling.md"),
+          os.path.join(ROOT, "docs", "reproduce.md"), perf.PAGE]                       # docs with marked blocks
 NOTEBOOKS = [os.path.join(ROOT, "notebooks", n) for n in ("01_lev_step_by_step.ipynb", "02_tied_vs_lev.ipynb")]
 FINDINGS_CELL = "print(abstract())"       # a notebook code cell whose output render writes: the abstract
 TRENDS = os.path.join(DOCS, "trends.md")                                                # a doc rendered whole

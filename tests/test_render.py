@@ -4,6 +4,7 @@ import copy
 import json
 import math
 import os
+import re
 
 import pytest
 
@@ -122,6 +123,17 @@ def test_every_comparison_table_links_the_legend_from_where_it_lands(recs):
     assert "## How to read a comparison" in out[docs.RESULTS]
     pages = {p: t for p, t in out.items() if not p.endswith(".ipynb") and p != docs.TRENDS}
     assert all(f"]({fmt.LEGEND})" not in text for p, text in pages.items() if not p.endswith("README.md"))
+
+
+def test_every_relative_link_in_the_rendered_docs_reaches_a_file(recs):
+    """A link like [reproduce.md](reproduce.md) in a rendered doc names a file of the repository, seen from the doc."""
+    out = docs.render(recs, write=False)
+    links = [(p, m[1].split("#")[0]) for p, text in out.items() if p.endswith(".md")
+             for m in re.finditer(r"\]\(([^)\s]+)\)", text) if not m[1].startswith(("http", "#", "mailto:"))]
+    assert any(t.endswith("reproduce.md") for _, t in links)
+    missing = [(os.path.relpath(p, R.ROOT), t) for p, t in links
+               if not os.path.exists(os.path.normpath(os.path.join(os.path.dirname(p), t)))]
+    assert missing == []
 
 
 def test_near_unseen_table_by_hand():
