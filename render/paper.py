@@ -21,6 +21,7 @@ ABSTRACT = os.path.join(R.ROOT, "docs", "results", "abstract.md")   # the abstra
 #   "carried" as "fair", at the multipliers another group's search found (the second group: a longer schedule)
 #   "one"   one learning rate for every arm (no search at that body)
 MAIN = (("4 x 128", "CPU", "lr", LR_CPU, "lev", "tied"), ("4 x 128", "CPU", "lr", LR_CPU, "lev", "untied"),
+        ("4 x 128", "CPU", "fair", ("cpu_fair",), "lev", "tied"), ("4 x 128", "CPU", "fair", ("cpu_fair",), "lev", "untied"),
         ("6 x 384", "CPU", "one", ("ref",), "lev", "tied"),
         ("8 x 512", "CPU", "fair", (FAIR,), "lev_best", "tied"), ("8 x 512", "CPU", "fair", (FAIR,), "lev_best", "untied"),
         ("8 x 512", "CPU", "fair", (FAIR,), "lev", "tied"),
@@ -117,10 +118,11 @@ def tried_text(t) -> str:
     return f"1 ({t[1]})" if t[0] == 1 else f"{t[0]} ({t[1]}, {t[2]})"
 
 
-# where the results page discusses each row (its anchor), for the README's short form
+# where the results page discusses each row (its anchor; by body, or by (body, how)), for the README's short form
 SECTION = {"4 x 128": "3-the-input-maps-learning-rate", "6 x 384": "2-the-main-table",
            "8 x 512": "3-the-input-maps-learning-rate", "8 x 512, 4x the tokens": "6-training-length",
-           "12 x 768": "9-what-this-scale-cannot-show", "16 x 1024": "9-what-this-scale-cannot-show"}
+           "12 x 768": "9-what-this-scale-cannot-show", "16 x 1024": "9-what-this-scale-cannot-show",
+           ("4 x 128", "fair"): "33-the-same-protocol-at-4-x-128"}                   # (body, how): that row's own
 HELD_HEAD = "over the seeds that did not select it: mean change [95%] (seeds)"
 
 
@@ -151,14 +153,15 @@ def b_main_short(recs) -> str:
     rows = []
     for x in main_rows(recs):
         g, how, (ta, tb) = x["g"], x["how"], (x["tried_a"][0], x["tried_b"][0])
+        vocab = x["ra"]["setting"].get("tokenizer", "gpt2")
         where = f"{x['body'].split(',')[0]} ({'one GPU' if x['ra']['device'] == 'cuda' else 'CPU'}, " \
-                f"{x['ra']['setting']['tokens'] / 1e6:.2f}M tokens)"
+                f"{x['ra']['setting']['tokens'] / 1e6:.2f}M tokens{'' if vocab == 'gpt2' else ', ' + vocab})"
         what = f"{'the best LEV setting' if x['a'] == 'lev_best' else 'LEV'} vs {x['b']}" + \
             (f", each input map at its best rate ({ta} and {tb} tried)" if how in ("fair", "carried") and ta > 1 else
              f", each model at its best rate ({ta} and {tb} tried)" if how == "lr" else
              ", the 1.02M-token run's best rates" if how == "carried" else ", one rate")
         change = f"{pc(g['mean'])} {interval(g['ci'])}" if g["ci"] else f"{pc(g['mean'])} (no interval)"
-        rows.append([f"[{where}](docs/results.md#{SECTION[x['body']]})", what, change, g["n"], direction_text(g),
+        rows.append([f"[{where}](docs/results.md#{SECTION.get((x['body'], how), SECTION[x['body']])})", what, change, g["n"], direction_text(g),
                      selected_text(x, short=True), held_text(x)])
     return md_table(["body", "comparison", f"[mean change]({LEGEND}) [95% over seed pairs]", "seed pairs",
                      "direction", "rates selected on", HELD_HEAD], rows)
@@ -203,8 +206,14 @@ def v_pair(recs, *spec):
 
 
 def main_row(recs, body, a, b) -> dict:
-    """The main table's row (main_rows) of a body and two arms, whose rates were selected on some of its seeds."""
-    row = next((x for x in main_rows(recs) if (x["body"], x["a"], x["b"]) == (body, a, b)), None)
+    """The main table's row (main_rows) of a body and two arms, whose rates were selected on some of its seeds; body
+    "4 x 128@fair" names how the rates were chosen (MAIN's how) where the body has several rows for the two arms."""
+    body, _, how = body.partition("@")
+    found = [x for x in main_rows(recs) if (x["body"], x["a"], x["b"]) == (body, a, b) and how in ("", x["how"])]
+    if len(found) > 1:
+        raise ValueError(f"the main table has {len(found)} rows {body} {a} vs {b}; name one: "
+                         + ", ".join(f'"{body}@{x["how"]}"' for x in found))
+    row = found[0] if found else None
     if row is None or not row["selected"]:
         raise ValueError(f"the main table has no row {body} {a} vs {b} whose rates were selected on some of its seeds")
     return row

@@ -252,6 +252,11 @@ def test_the_main_table_gives_each_row_over_the_seeds_that_did_not_select_it(rec
     assert paper.v_held(fewer, "8 x 512", "lev_best", "tied") == \
         f"{fmt.pc(g3['mean'])} over seeds 2-3 (n = 2 seed pairs, no interval)"
     assert R.gap(fair, a, fair, b, seeds=()) is None                       # no seeds left: no comparison
+    with pytest.raises(ValueError, match='"4 x 128@lr", "4 x 128@fair"'):   # two 4 x 128 rows of lev vs tied
+        paper.v_held(recs, "4 x 128", "lev", "tied")
+    cpu = paper.record(recs, "cpu_fair")
+    g2 = R.gap(cpu, R.best_mult(cpu, "lev"), cpu, R.best_mult(cpu, "tied"), seeds=(2, 3))
+    assert paper.v_held(recs, "4 x 128@fair", "lev", "tied", "mean") == fmt.pc(g2["mean"])
 
 
 def test_a_best_at_the_edge_of_its_search_is_marked_and_says_which_seeds_selected_it(recs):
