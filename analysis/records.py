@@ -91,8 +91,12 @@ def save(record: dict, root: str = RECORDS) -> str:
 
 def losses(record: dict, arm: str, key: str = "loss") -> dict:
     """{seed: loss} of an arm's runs in a record (key: "loss", "zero_shot:<dataset>", or "<view>:<bucket>" for a bucket
-    view, "seen" / "freq" / "seen_<dataset>", a bucket's loss where the runs recorded it)."""
+    view, "seen" / "freq" / "seen_<dataset>", a bucket's loss where the runs recorded it). A zero-shot set prepared
+    for another tokenizer than GPT-2's is named <dataset>_<tokenizer>: "zero_shot:default" finds it in such a group."""
     view, _, sub = key.partition(":")
+    if view == "zero_shot" and record.get("setting", {}).get("tokenizer", "gpt2") != "gpt2":
+        own = f"{sub}_{record['setting']['tokenizer']}"
+        sub = own if any(own in r.get("zero_shot", {}) for r in record["runs"].values()) else sub
     i = record["buckets"][view]["names"].index(sub) if view in record.get("buckets", {}) else None
     out = {}
     for r in record["runs"].values():

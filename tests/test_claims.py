@@ -199,3 +199,17 @@ def test_how_far_a_gap_moves_between_groups_is_paired_by_seed():
     with pytest.raises(ValueError, match="share no run seed"):
         claims.comparison(dict(small=small, big=group("big", [run("lev", 9, 6), run("tied", 9, 6)])),
                           "big lev tied minus small lev tied")
+
+
+def test_a_zero_shot_set_of_another_tokenizer_is_found_by_its_plain_name():
+    """A group trained with o200k_base scored its zero-shot sets as default_o200k_base: "zero_shot:default" reads
+    them there (a GPT-2 group's "default" as before), so a claim or the main table's column reads both kinds alike."""
+    run = lambda a, s, name, l: (f"{a}_s{s}", dict(arm=a, seed=s, loss=5.0, zero_shot={name: l}))
+    o200k = dict(name="o", setting=dict(tokenizer="o200k_base"),
+                 runs=dict([run("lev", 1, "default_o200k_base", 7.2), run("tied", 1, "default_o200k_base", 7.0)]))
+    gpt2 = dict(name="g", setting=dict(tokenizer="gpt2"),
+                runs=dict([run("lev", 1, "default", 6.1), run("tied", 1, "default", 6.0)]))
+    assert R.losses(o200k, "lev", "zero_shot:default") == {1: 7.2}
+    assert R.losses(o200k, "lev", "zero_shot:default_o200k_base") == {1: 7.2}
+    assert R.losses(gpt2, "tied", "zero_shot:default") == {1: 6.0}
+    assert R.gap(o200k, "lev", o200k, "tied", "zero_shot:default")["dloss"] == pytest.approx(0.2)
