@@ -22,6 +22,8 @@ ABSTRACT = os.path.join(R.ROOT, "docs", "results", "abstract.md")   # the abstra
 #   "one"   one learning rate for every arm (no search at that body)
 MAIN = (("4 x 128", "CPU", "lr", LR_CPU, "lev", "tied"), ("4 x 128", "CPU", "lr", LR_CPU, "lev", "untied"),
         ("4 x 128", "CPU", "fair", ("cpu_fair",), "lev", "tied"), ("4 x 128", "CPU", "fair", ("cpu_fair",), "lev", "untied"),
+        ("4 x 128, o200k_base", "CPU", "fair", ("cpu_fair_o200k",), "lev", "tied"),
+        ("4 x 128, o200k_base", "CPU", "fair", ("cpu_fair_o200k",), "lev", "untied"),
         ("6 x 384", "CPU", "one", ("ref",), "lev", "tied"),
         ("8 x 512", "CPU", "fair", (FAIR,), "lev_best", "tied"), ("8 x 512", "CPU", "fair", (FAIR,), "lev_best", "untied"),
         ("8 x 512", "CPU", "fair", (FAIR,), "lev", "tied"),
@@ -122,7 +124,8 @@ def tried_text(t) -> str:
 SECTION = {"4 x 128": "3-the-input-maps-learning-rate", "6 x 384": "2-the-main-table",
            "8 x 512": "3-the-input-maps-learning-rate", "8 x 512, 4x the tokens": "6-training-length",
            "12 x 768": "9-what-this-scale-cannot-show", "16 x 1024": "9-what-this-scale-cannot-show",
-           ("4 x 128", "fair"): "33-the-same-protocol-at-4-x-128"}                   # (body, how): that row's own
+           "4 x 128, o200k_base": "34-the-papers-vocabulary",
+           ("4 x 128", "fair"): "33-the-same-protocol-at-4-x-128"}                 # (body, how): that row's own
 HELD_HEAD = "over the seeds that did not select it: mean change [95%] (seeds)"
 
 

@@ -59,12 +59,16 @@ def rates_text(recs, how, groups) -> str:
 
 def recipe_rows(recs) -> list:
     """One row per body of the main table (render.paper.MAIN, in its order): [body, optimizer, weight decay, schedule,
-    batch x context = tokens per step, steps, training tokens, dtype and device, the learning rates]."""
-    rows, seen = [], set()
+    batch x context = tokens per step, steps, training tokens, dtype and device, the learning rates (of each way its
+    rows chose them)]."""
+    rows, seen = [], {}
     for body, _, how, groups, a, b in MAIN:
-        if body in seen:
+        if body in seen:                                # another way of choosing rates at that body: its rates too
+            if seen[body] != (how, groups):
+                rows[-1][-1] += f"; {rates_text(recs, how, groups)}"
+                seen[body] = (how, groups)
             continue
-        seen.add(body)
+        seen[body] = (how, groups)
         r = record(recs, groups[0])
         named = [recs[n] for g in groups for n in g.split("+")]
         for x in named:

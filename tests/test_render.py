@@ -204,7 +204,10 @@ def test_the_recipe_gives_each_bodys_batch_from_the_presets_and_its_steps_from_t
         step = p["batch_size"] * p["block_size"]
         assert row[4] == f"{p['batch_size']} x {p['block_size']} = {step:,}"
         assert row[6].startswith(f"{step * int(row[5].replace(',', '')):,} (")
-    assert rows[0][3].startswith("50 steps linear warm-up, cosine to 0.1x") and rows[1][3].startswith("25 steps")
+    by_body = {r[0].split(" (")[0]: r for r in rows}
+    assert by_body["4 x 128"][3].startswith("50 steps linear warm-up, cosine to 0.1x")
+    assert by_body["6 x 384"][3].startswith("25 steps")
+    assert by_body["4 x 128"][8].endswith("; " + recipe.rates_text(recs, "fair", ("cpu_fair",)))   # both of its rows
     assert recipe.v_step_tokens(recs, "big_fair") == "2,048 tokens a step (8 sequences of 256), 500 steps"
     bad = copy.deepcopy(recs)
     bad["ref"]["command"] += " --train-flags=--warmup-iters=100"
