@@ -61,14 +61,14 @@ def recipe_rows(recs) -> list:
     """One row per body of the main table (render.paper.MAIN, in its order): [body, optimizer, weight decay, schedule,
     batch x context = tokens per step, steps, training tokens, dtype and device, the learning rates (of each way its
     rows chose them)]."""
-    rows, seen = [], {}
+    rows, seen = [], {}                                  # body -> (its row, the ways its rates were chosen)
     for body, _, how, groups, a, b in MAIN:
         if body in seen:                                # another way of choosing rates at that body: its rates too
-            if seen[body] != (how, groups):
-                rows[-1][-1] += f"; {rates_text(recs, how, groups)}"
-                seen[body] = (how, groups)
+            row, ways = seen[body]
+            if (how, groups) not in ways:
+                row[-1] += f"; {rates_text(recs, how, groups)}"
+                ways.add((how, groups))
             continue
-        seen[body] = (how, groups)
         r = record(recs, groups[0])
         named = [recs[n] for g in groups for n in g.split("+")]
         for x in named:
@@ -87,6 +87,7 @@ def recipe_rows(recs) -> list:
                      f"{s['batch']} x {s['context']} = {step_tokens(r):,}", f"{s['steps']:,}",
                      f"{s['tokens']:,} ({s['epochs']:.2f} epochs)", f"{r['dtype']} autocast, "
                      f"{'one GPU' if r['device'] == 'cuda' else 'CPU'}", rates_text(recs, how, groups)])
+        seen[body] = (rows[-1], {(how, groups)})
     return rows
 
 
