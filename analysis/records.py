@@ -94,8 +94,9 @@ def losses(record: dict, arm: str, key: str = "loss") -> dict:
     view, "seen" / "freq" / "seen_<dataset>", a bucket's loss where the runs recorded it). A zero-shot set prepared
     for another tokenizer than GPT-2's is named <dataset>_<tokenizer>: "zero_shot:default" finds it in such a group."""
     view, _, sub = key.partition(":")
-    if view == "zero_shot" and record.get("setting", {}).get("tokenizer", "gpt2") != "gpt2":
-        own = f"{sub}_{record['setting']['tokenizer']}"
+    if view == "zero_shot":
+        from data.prepare import dataset_dir_name      # the set's name as prepared for the group's tokenizer
+        own = dataset_dir_name(sub, record.get("setting", {}).get("tokenizer", "gpt2"))
         sub = own if any(own in r.get("zero_shot", {}) for r in record["runs"].values()) else sub
     i = record["buckets"][view]["names"].index(sub) if view in record.get("buckets", {}) else None
     out = {}

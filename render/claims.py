@@ -49,6 +49,12 @@ def direction(g) -> str:
     return "ahead" if hi < 0 else "behind" if lo > 0 else "level"
 
 
+def direction_text(g) -> str:
+    """direction() as a table cell: "no interval (n = 2)" where the rule gives none."""
+    d = direction(g)
+    return f"no interval (n = {g['n']})" if d == "undecided" else d
+
+
 def comparison(recs, spec: str) -> dict:
     """The gap a SPEC names ("GROUP A B [KEY]"), or for "SPEC2 minus SPEC1" how far the comparison moves from SPEC1's
     group to SPEC2's, paired by run seed (records.gap_change: "behind" when the gap grows)."""

@@ -7,7 +7,7 @@ import re
 import textwrap
 
 from analysis import records as R
-from render.claims import comparison, direction
+from render.claims import comparison, direction_text
 from render.fmt import LEGEND, edge_word, interval, lr_text, md_table, mult_of, pc, seeds_text
 from render.trends import LR_CPU, SIZE_XL_RATES, at_best, best_rate, rate_selectors, rates
 from render.values import unseen_effect
@@ -81,11 +81,6 @@ def record(recs, name) -> dict:
     if len(names) == 1 or not all(n in recs for n in names):
         return recs[names[0]]
     return R.union(recs, name)
-
-
-def direction_text(g) -> str:
-    d = direction(g)
-    return f"no interval (n = {g['n']})" if d == "undecided" else d
 
 
 def selected_text(row, short=False) -> str:
@@ -164,7 +159,8 @@ def b_main_short(recs) -> str:
              f", each model at its best rate ({ta} and {tb} tried)" if how == "lr" else
              ", the 1.02M-token run's best rates" if how == "carried" else ", one rate")
         change = f"{pc(g['mean'])} {interval(g['ci'])}" if g["ci"] else f"{pc(g['mean'])} (no interval)"
-        rows.append([f"[{where}](docs/results.md#{SECTION.get((x['body'], how), SECTION[x['body']])})", what, change, g["n"], direction_text(g),
+        section = SECTION.get((x["body"], how), SECTION[x["body"]])
+        rows.append([f"[{where}](docs/results.md#{section})", what, change, g["n"], direction_text(g),
                      selected_text(x, short=True), held_text(x)])
     return md_table(["body", "comparison", f"[mean change]({LEGEND}) [95% over seed pairs]", "seed pairs",
                      "direction", "rates selected on", HELD_HEAD], rows)

@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from analysis import records as R
-from render.claims import direction
+from render.claims import direction_text
 from render.fmt import LEGEND, behind, edge, interval, lr_text, md_table, mult_of, pc, per_seed, seeds_text
 from render.tables import b_compare
 
@@ -201,8 +201,7 @@ def b_vocab_fair(recs, first, second, *pairs) -> str:
         moved = R.gap_change(g1, g2)
         rows.append([f"{a} vs {b}", f"{mult_of(a1)} vs {mult_of(b1)}: {cell(g1)}",
                      f"{mult_of(a2)} vs {mult_of(b2)}: {cell(g2)}",
-                     "-" if moved is None else cell(moved), "-" if moved is None else
-                     f"no interval (n = {moved['n']})" if direction(moved) == "undecided" else direction(moved)])
+                     "-" if moved is None else cell(moved), "-" if moved is None else direction_text(moved)])
     t1, t2 = (r["setting"]["tokenizer"] for r in (r1, r2))
     return md_table(["comparison", f"at {t1} (`{first}`): multipliers: [mean change]({LEGEND}) [95%] (seed pairs)",
                      f"at {t2} (`{second}`): the same", f"{t2}'s gap less {t1}'s, per run seed: [mean]({LEGEND}) "
